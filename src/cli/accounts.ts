@@ -1,0 +1,62 @@
+import { parseArgs } from 'node:util';
+import type { Config } from '../config.ts';
+import { migrate, openDatabase } from '../db/database.ts';
+import { changePlan, createAccount, PLANS, type PlanName } from '../modules/accounts/service.ts';
+import { UsageError } from './main.ts';
+
+const isPlan = (p: string | undefined): p is PlanName => PLANS.includes(p as PlanName);
+const EMAIL_RE = /^[^\s@]+@[^\s@]+$/;
+
+/** `ads accounts create|set-plan`. */
+export async function accountsCommand(config: Readonly<Config>, argv: string[]): Promise<number> {
+  const [sub, ...rest] = argv;
+  const database = openDatabase(config.database);
+  try {
+    await migrate(database);
+    if (sub === 'create') {
+      const { values } = parseArgs({
+        args: rest,
+        options: {
+          name: { type: 'string' },
+          'admin-email': { type: 'string' },
+          plan: { type: 'string', default: 'free' },
+          json: { type: 'boolean', default: false },
+        },
+      });
+      if (!values.name?.trim()) throw new UsageError('--name is required');
+      if (!values['admin-email'] || !EMAIL_RE.test(values['admin-email'])) {
+        throw new UsageError('--admin-email must be an email address');
+      }
+      if (!isPlan(values.plan)) throw new UsageError(`--plan must be one of ${PLANS.join(', ')}`);
+      const created = await createAccount(database, {
+        name: values.name.trim(),
+        adminEmail: values['admin-email'],
+        plan: values.plan,
+      });
+      if (values.json) process.stdout.write(`${JSON.stringify(created)}\n`);
+      else {
+        process.stdout.write(
+          `Created account ${created.account.id} (${created.account.name}, plan ${created.account.plan}).\n` +
+            `Admin ${created.admin.email} is ${created.admin.id}.\n` +
+            `Admin API key (shown once, keep it safe): ${created.api_key.key}\n`,
+        );
+      }
+      return 0;
+    }
+    if (sub === 'set-plan') {
+      const { positionals } = parseArgs({ args: rest, options: {}, allowPositionals: true });
+      const [accountId, plan] = positionals;
+      if (!accountId || positionals.length !== 2) throw new UsageError('accounts set-plan ACCOUNT_ID PLAN');
+      if (!isPlan(plan)) throw new UsageError(`PLAN must be one of ${PLANS.join(', ')}`);
+      if (!(await changePlan(database, accountId, plan))) {
+        process.stderr.write(`ads: no account ${accountId}\n`);
+        return 1;
+      }
+      process.stdout.write(`Account ${accountId} is now on plan ${plan}.\n`);
+      return 0;
+    }
+    throw new UsageError(`Unknown accounts command: ${sub ?? '(none)'}`);
+  } finally {
+    await database.close();
+  }
+}

@@ -1,0 +1,72 @@
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfig } from '../config.ts';
+import { migrate, openDatabase } from '../db/database.ts';
+import { createLogger } from '../lib/logger.ts';
+import { accountsCommand } from './accounts.ts';
+import { keysCommand } from './keys.ts';
+import { serveCommand } from './serve.ts';
+
+const USAGE = `Usage: ads <command>
+
+Commands:
+  serve                                   Serve the API (HTTPS) and run the background workers
+  migrate                                 Bring the database schema up to date
+  accounts create --name N --admin-email E [--plan free|pro|enterprise] [--json]
+  accounts set-plan ACCOUNT_ID PLAN
+  keys create --user USER_ID --scopes read,write [--name N] [--json]
+
+Settings come from ADS_* environment variables (see README). Logs go to stderr.`;
+
+/** A usage mistake: printed with the usage text, exit code 2. */
+export class UsageError extends Error {}
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (!command || command === 'help' || command === '--help' || command === '-h') {
+    process.stdout.write(`${USAGE}\n`);
+    return command ? 0 : 2;
+  }
+  const config = loadConfig(process.env);
+  const logger = createLogger(config.logLevel);
+  switch (command) {
+    case 'serve':
+      return serveCommand(config, logger);
+    case 'migrate': {
+      parseArgs({ args: rest, options: {} });
+      const database = openDatabase(config.database);
+      try {
+        const applied = await migrate(database);
+        process.stdout.write(applied.length ? `Applied: ${applied.join(', ')}\n` : 'Schema is up to date.\n');
+      } finally {
+        await database.close();
+      }
+      return 0;
+    }
+    case 'accounts':
+      return accountsCommand(config, rest);
+    case 'keys':
+      return keysCommand(config, rest);
+    default:
+      throw new UsageError(`Unknown command: ${command}`);
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    // serve keeps running; everything else exits when done.
+    if (code !== -1) process.exit(code);
+  },
+  (err: unknown) => {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`ads: ${err.message}\n`);
+      process.exit(2);
+    }
+    const e = err as { code?: string; message?: string };
+    if (err instanceof UsageError || e?.code?.startsWith?.('ERR_PARSE_ARGS')) {
+      process.stderr.write(`ads: ${e.message}\n\n${USAGE}\n`);
+      process.exit(2);
+    }
+    process.stderr.write(`ads: ${e?.message ?? String(err)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,127 @@
+import path from 'node:path';
+import { type Static, Type } from 'typebox';
+import { Value } from 'typebox/value';
+
+const Bool = Type.Enum(['true', 'false', '1', '0']);
+const Port = Type.String({ pattern: '^[0-9]{1,5}$' });
+const Positive = Type.String({ pattern: '^[1-9][0-9]{0,9}$' });
+
+/** Every setting the service reads, as environment variables (decisions §9). */
+export const EnvSchema = Type.Object({
+  ADS_DATA_DIR: Type.Optional(Type.String({ minLength: 1 })),
+  ADS_DATABASE_URL: Type.Optional(Type.String({ pattern: '^(postgres(ql)?://|sqlite:|file:|/|\\.)' })),
+  ADS_REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
+  ADS_HOST: Type.Optional(Type.String({ minLength: 1 })),
+  ADS_PORT: Type.Optional(Port),
+  ADS_TLS_CERT: Type.Optional(Type.String({ minLength: 1 })),
+  ADS_TLS_KEY: Type.Optional(Type.String({ minLength: 1 })),
+  ADS_TRUST_PROXY: Type.Optional(Bool),
+  ADS_PUBLIC_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
+  ADS_SMTP_URL: Type.Optional(Type.String({ pattern: '^smtps?://' })),
+  ADS_MAIL_FROM: Type.Optional(Type.String({ minLength: 3 })),
+  ADS_SECRET_KEY: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9+/=_-]{40,}$' })),
+  ADS_WEBHOOK_ALLOW_PRIVATE: Type.Optional(Bool),
+  ADS_WEBHOOK_CA_FILE: Type.Optional(Type.String({ minLength: 1 })),
+  ADS_WEBHOOK_TIMEOUT_MS: Type.Optional(Positive),
+  ADS_WEBHOOK_RETRY_SCHEDULE: Type.Optional(
+    Type.String({ pattern: '^[0-9]+(\\.[0-9]+)?(,[0-9]+(\\.[0-9]+)?)*$' }),
+  ),
+  ADS_BODY_LIMIT: Type.Optional(Positive),
+  ADS_LOG_LEVEL: Type.Optional(Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])),
+  ADS_AUTH_FAILURES_PER_MINUTE: Type.Optional(Positive),
+});
+
+export type Env = Static<typeof EnvSchema>;
+
+export type DatabaseConfig = { dialect: 'sqlite'; file: string } | { dialect: 'postgres'; url: string };
+
+export interface Config {
+  dataDir: string;
+  database: DatabaseConfig;
+  redisUrl?: string;
+  host: string;
+  port: number;
+  tls?: { certFile: string; keyFile: string };
+  trustProxy: boolean;
+  publicUrl: string;
+  smtpUrl?: string;
+  mailFrom: string;
+  secretKey?: string;
+  webhook: { allowPrivate: boolean; caFile?: string; timeoutMs: number; retrySchedule: number[] };
+  bodyLimit: number;
+  logLevel: string;
+  authFailuresPerMinute: number;
+}
+
+/** A setting that stops start-up; its message is the one line an operator sees. */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+const DEFAULT_RETRY_SCHEDULE = [60, 300, 1800, 7200, 28800];
+
+/** Reads the ADS_* variables into a frozen Config; throws ConfigError naming the first bad variable. */
+export function loadConfig(env: Record<string, string | undefined>, cwd = process.cwd()): Readonly<Config> {
+  const raw: Record<string, string> = {};
+  for (const key of Object.keys(EnvSchema.properties)) {
+    const value = env[key];
+    if (value !== undefined && value !== '') raw[key] = value;
+  }
+  const first = Value.Errors(EnvSchema, raw)[0];
+  if (first) {
+    const name = first.instancePath.replace(/^\//, '') || 'ADS_*';
+    const allowed = (first.params as { allowedValues?: unknown[] }).allowedValues;
+    const why = allowed ? `must be one of ${allowed.join(', ')}` : first.message;
+    throw new ConfigError(`Invalid setting ${name}=${JSON.stringify(raw[name] ?? '')}: ${why}.`);
+  }
+  const e = raw as Env;
+  const bool = (v: string | undefined) => v === 'true' || v === '1';
+  const dataDir = path.resolve(cwd, e.ADS_DATA_DIR ?? './var');
+  const port = Number(e.ADS_PORT ?? 8443);
+  if (port > 65535)
+    throw new ConfigError(`Invalid setting ADS_PORT=${JSON.stringify(e.ADS_PORT)}: above 65535.`);
+  if (Boolean(e.ADS_TLS_CERT) !== Boolean(e.ADS_TLS_KEY)) {
+    throw new ConfigError('Invalid setting ADS_TLS_CERT/ADS_TLS_KEY: set both or neither.');
+  }
+  const host = e.ADS_HOST ?? '127.0.0.1';
+  const retrySchedule = e.ADS_WEBHOOK_RETRY_SCHEDULE?.split(',').map(Number) ?? DEFAULT_RETRY_SCHEDULE;
+  const config: Config = {
+    dataDir,
+    database: parseDatabaseUrl(e.ADS_DATABASE_URL, dataDir, cwd),
+    redisUrl: e.ADS_REDIS_URL,
+    host,
+    port,
+    tls: e.ADS_TLS_CERT
+      ? { certFile: path.resolve(cwd, e.ADS_TLS_CERT), keyFile: path.resolve(cwd, e.ADS_TLS_KEY ?? '') }
+      : undefined,
+    trustProxy: bool(e.ADS_TRUST_PROXY),
+    publicUrl: (e.ADS_PUBLIC_URL ?? `https://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(
+      /\/+$/,
+      '',
+    ),
+    smtpUrl: e.ADS_SMTP_URL,
+    mailFrom: e.ADS_MAIL_FROM ?? 'Account Data Service <no-reply@localhost>',
+    secretKey: e.ADS_SECRET_KEY,
+    webhook: {
+      allowPrivate: bool(e.ADS_WEBHOOK_ALLOW_PRIVATE),
+      caFile: e.ADS_WEBHOOK_CA_FILE ? path.resolve(cwd, e.ADS_WEBHOOK_CA_FILE) : undefined,
+      timeoutMs: Number(e.ADS_WEBHOOK_TIMEOUT_MS ?? 10_000),
+      retrySchedule,
+    },
+    bodyLimit: Number(e.ADS_BODY_LIMIT ?? 10 * 1024 * 1024),
+    logLevel: e.ADS_LOG_LEVEL ?? 'info',
+    authFailuresPerMinute: Number(e.ADS_AUTH_FAILURES_PER_MINUTE ?? 20),
+  };
+  return Object.freeze(config);
+}
+
+function parseDatabaseUrl(url: string | undefined, dataDir: string, cwd: string): DatabaseConfig {
+  if (!url) return { dialect: 'sqlite', file: path.join(dataDir, 'ads.sqlite') };
+  if (/^postgres(ql)?:\/\//.test(url)) return { dialect: 'postgres', url };
+  const file = url.replace(/^sqlite:(\/\/)?/, '').replace(/^file:(\/\/)?/, '');
+  if (!file) throw new ConfigError(`Invalid setting ADS_DATABASE_URL=${JSON.stringify(url)}: no file path.`);
+  return { dialect: 'sqlite', file: path.resolve(cwd, file) };
+}

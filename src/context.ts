@@ -1,0 +1,12 @@
+import type { Logger } from 'pino';
+import type { Config } from './config.ts';
+import type { Database } from './db/database.ts';
+import type { Clock } from './lib/time.ts';
+
+/** What services need from the running app: settings, the database and the clock. */
+export interface AppContext {
+  config: Readonly<Config>;
+  database: Database;
+  clock: Clock;
+  logger: Logger;
+}

@@ -1,0 +1,72 @@
+import { Kysely, type Migration, type MigrationProvider, Migrator, sql } from 'kysely';
+import type { DatabaseConfig } from '../config.ts';
+import * as m0001 from './migrations/0001-initial.ts';
+import { openPostgres } from './postgres.ts';
+import { openSqlite } from './sqlite.ts';
+import type { DB, Dialect } from './types.ts';
+
+/** An open database: the Kysely handle, which dialect it speaks, and how to close it. */
+export interface Database {
+  db: Kysely<DB>;
+  dialect: Dialect;
+  close(): Promise<void>;
+}
+
+/** Opens the configured database (no migration). */
+export function openDatabase(config: DatabaseConfig): Database {
+  if (config.dialect === 'postgres') {
+    const { dialect } = openPostgres(config.url);
+    const db = new Kysely<DB>({ dialect });
+    return { db, dialect: 'postgres', close: () => db.destroy() };
+  }
+  const { dialect } = openSqlite(config.file);
+  const db = new Kysely<DB>({ dialect });
+  return { db, dialect: 'sqlite', close: () => db.destroy() };
+}
+
+type DialectMigration = { up(db: Kysely<unknown>, dialect: Dialect): Promise<void> };
+
+/** Migrations in order; names are immutable once released. */
+const MIGRATIONS: Record<string, DialectMigration> = {
+  '0001-initial': m0001,
+};
+
+class StaticProvider implements MigrationProvider {
+  constructor(private readonly dialect: Dialect) {}
+  async getMigrations(): Promise<Record<string, Migration>> {
+    return Object.fromEntries(
+      Object.entries(MIGRATIONS).map(([name, m]) => [
+        name,
+        { up: (db: Kysely<unknown>) => m.up(db, this.dialect) },
+      ]),
+    );
+  }
+}
+
+/** Brings the schema up to date; safe to run from several processes at once (Kysely's migration lock). */
+export async function migrate(database: Database): Promise<string[]> {
+  const migrator = new Migrator({ db: database.db, provider: new StaticProvider(database.dialect) });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) throw error;
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+/** True when the database answers a trivial query (readiness). */
+export async function ping(database: Database): Promise<boolean> {
+  try {
+    await sql`select 1`.execute(database.db);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** True when the error is a unique-constraint violation on either dialect. */
+export function isUniqueViolation(err: unknown): boolean {
+  const e = err as { code?: string };
+  return (
+    e?.code === '23505' ||
+    e?.code === 'SQLITE_CONSTRAINT_UNIQUE' ||
+    e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY'
+  );
+}

@@ -1,0 +1,24 @@
+import type { FastifyRequest } from 'fastify';
+import { isoNow } from '../lib/time.ts';
+
+/** `{ data, meta }` for one resource. */
+export function ok<T>(request: FastifyRequest, data: T) {
+  return { data, meta: { request_id: request.id, timestamp: isoNow(request.server.ctx.clock) } };
+}
+
+export interface PageRequest {
+  page: number;
+  limit: number;
+}
+
+/** Offset of a page request. */
+export const offsetOf = (p: PageRequest) => (p.page - 1) * p.limit;
+
+/** A collection envelope: the array under its name plus the counts, in `data` and in `meta`. */
+export function okPage<T>(request: FastifyRequest, name: string, items: T[], total: number, p: PageRequest) {
+  const counts = { total, page: p.page, pages: Math.ceil(total / p.limit), limit: p.limit };
+  return {
+    data: { [name]: items, ...counts },
+    meta: { request_id: request.id, timestamp: isoNow(request.server.ctx.clock), ...counts },
+  };
+}

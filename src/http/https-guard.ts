@@ -1,0 +1,29 @@
+import type { FastifyInstance } from 'fastify';
+import { AppError } from './errors.ts';
+
+const OPEN_PATHS = new Set(['/healthz', '/readyz']);
+
+/**
+ * Behind a TLS-terminating proxy the service listens in plain HTTP; it then refuses any request the
+ * proxy did not receive over HTTPS (decisions §3). Health probes stay open for the load balancer.
+ */
+export function installHttpsGuard(app: FastifyInstance) {
+  app.addHook('onRequest', async (request) => {
+    if (OPEN_PATHS.has(request.url.split('?')[0] ?? '')) return;
+    const proto = request.headers['x-forwarded-proto'];
+    const first = (Array.isArray(proto) ? proto[0] : proto)?.split(',')[0]?.trim().toLowerCase();
+    if (first !== 'https') {
+      throw new AppError('https_required', 'HTTPS is required: this request did not arrive over HTTPS.');
+    }
+  });
+}
+
+/** Headers every response carries (HSTS, no sniffing, no caching of API answers). */
+export function installSecurityHeaders(app: FastifyInstance) {
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+    reply.header('strict-transport-security', 'max-age=31536000; includeSubDomains');
+    reply.header('x-content-type-options', 'nosniff');
+    if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
+  });
+}

@@ -1,0 +1,25 @@
+import type { AppContext } from '../context.ts';
+import type { Scope } from '../modules/api-keys/scopes.ts';
+
+/** Who is calling: resolved from the API key on every request. */
+export interface AuthContext {
+  accountId: string;
+  userId: string;
+  keyId: string;
+  role: string;
+  plan: string;
+  scopes: Scope[];
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The scope a route needs; `any` means any valid key; absent means no key (public route). */
+    scope?: Scope | 'any';
+  }
+  interface FastifyRequest {
+    auth: AuthContext;
+  }
+  interface FastifyInstance {
+    ctx: AppContext;
+  }
+}

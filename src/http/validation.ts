@@ -1,0 +1,57 @@
+import Ajv, { type ErrorObject } from 'ajv';
+import addFormats from 'ajv-formats';
+import type { FastifySchema, FastifySchemaCompiler } from 'fastify';
+import type { ErrorDetail } from './errors.ts';
+
+function makeAjv(coerce: boolean) {
+  const ajv = new Ajv.default({
+    allErrors: true,
+    strict: false,
+    coerceTypes: coerce ? 'array' : false,
+    useDefaults: true,
+    removeAdditional: false,
+    unicodeRegExp: true,
+  });
+  addFormats.default(ajv);
+  return ajv;
+}
+
+/**
+ * Bodies are validated exactly as sent (`{"title": 1}` is an error, not "1"); query strings and
+ * path parameters arrive as text and are coerced to the schema's types.
+ */
+export function createValidatorCompiler(): FastifySchemaCompiler<FastifySchema> {
+  const strict = makeAjv(false);
+  const coercing = makeAjv(true);
+  return ({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema as object);
+}
+
+const MAX_DETAILS = 20;
+
+/** Ajv errors as `{field, message}` pairs, field in dotted form (`tags.3`, `metadata.key`). */
+export function toDetails(errors: ErrorObject[], part: string): ErrorDetail[] {
+  const details: ErrorDetail[] = [];
+  for (const e of errors) {
+    if (e.keyword === 'if') continue;
+    const segments = e.instancePath.split('/').slice(1).map(unescapePointer);
+    const params = e.params as Record<string, unknown>;
+    if (e.keyword === 'required') segments.push(String(params.missingProperty));
+    if (e.keyword === 'additionalProperties') segments.push(String(params.additionalProperty));
+    const field = segments.join('.') || part;
+    let message = e.message ?? 'is invalid';
+    if (e.keyword === 'additionalProperties') message = 'is not a known field';
+    else if (e.keyword === 'required') message = 'is required';
+    else if (e.keyword === 'pattern' && String(params.pattern).includes('u0000')) {
+      message = 'must not contain NUL characters or unpaired surrogates';
+    } else if (e.keyword === 'pattern' && String(params.pattern) === '\\S') message = 'must not be blank';
+    else if (e.keyword === 'enum')
+      message = `must be one of ${(params.allowedValues as unknown[]).join(', ')}`;
+    if (!details.some((d) => d.field === field && d.message === message)) details.push({ field, message });
+    if (details.length >= MAX_DETAILS) break;
+  }
+  return details;
+}
+
+function unescapePointer(s: string) {
+  return s.replace(/~1/g, '/').replace(/~0/g, '~');
+}

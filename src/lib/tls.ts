@@ -1,0 +1,53 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import selfsigned from 'selfsigned';
+import type { Config } from '../config.ts';
+
+/** Loads the configured certificate, or makes (once) a self-signed one for development in the data dir. */
+export async function loadTls(
+  config: Config,
+): Promise<{ key: Buffer; cert: Buffer; generated: string | null }> {
+  if (config.tls) {
+    return {
+      key: fs.readFileSync(config.tls.keyFile),
+      cert: fs.readFileSync(config.tls.certFile),
+      generated: null,
+    };
+  }
+  const dir = path.join(config.dataDir, 'tls');
+  const certFile = path.join(dir, 'cert.pem');
+  const keyFile = path.join(dir, 'key.pem');
+  if (fs.existsSync(certFile) && fs.existsSync(keyFile)) {
+    return { key: fs.readFileSync(keyFile), cert: fs.readFileSync(certFile), generated: null };
+  }
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const notAfterDate = new Date(Date.now() + 825 * 24 * 3600 * 1000);
+  const pems = await selfsigned.generate([{ name: 'commonName', value: 'localhost' }], {
+    keyType: 'ec',
+    curve: 'P-256',
+    algorithm: 'sha256',
+    notAfterDate,
+    extensions: [
+      { name: 'basicConstraints', cA: false },
+      { name: 'extKeyUsage', serverAuth: true },
+      {
+        name: 'subjectAltName',
+        altNames: [
+          { type: 2, value: 'localhost' },
+          { type: 7, ip: '127.0.0.1' },
+          { type: 7, ip: '::1' },
+        ],
+      },
+    ],
+  });
+  // Write key then cert, each atomically, so a crash never leaves a half pair that looks complete.
+  writeAtomic(keyFile, pems.private, 0o600);
+  writeAtomic(certFile, pems.cert, 0o644);
+  return { key: Buffer.from(pems.private), cert: Buffer.from(pems.cert), generated: certFile };
+}
+
+function writeAtomic(file: string, content: string, mode: number) {
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, content, { mode });
+  fs.renameSync(tmp, file);
+}

@@ -1,0 +1,77 @@
+import type { AppContext } from '../../context.ts';
+import { AppError, forbidden, notFound } from '../../http/errors.ts';
+import type { AuthContext } from '../../http/types.ts';
+import { newId } from '../../lib/ids.ts';
+import { isoNow } from '../../lib/time.ts';
+import { findUser } from '../users/repo.ts';
+import { type ApiKeyRow, findApiKey, insertApiKey, listApiKeys, revokeApiKey } from './repo.ts';
+import { effectiveScopes, formatScopes, parseScopes, type Scope } from './scopes.ts';
+import { generateApiKey } from './tokens.ts';
+
+/** The public shape of a key; the secret itself appears only in the create response. */
+export function toApiKey(row: ApiKeyRow) {
+  return {
+    id: row.id,
+    name: row.name,
+    prefix: row.key_prefix,
+    scopes: parseScopes(row.scopes),
+    user_id: row.user_id,
+    created_at: row.created_at,
+  };
+}
+
+/** Keys visible to the caller: their own, or every key of the account for an admin. */
+export async function listKeys(ctx: AppContext, auth: AuthContext, page: { limit: number; offset: number }) {
+  const userId = auth.scopes.includes('admin') ? undefined : auth.userId;
+  const { rows, total } = await listApiKeys(ctx.database.db, auth.accountId, { userId, ...page });
+  return { keys: rows.map(toApiKey), total };
+}
+
+/** Issues a key for the caller with at most the caller's effective scopes. */
+export async function createKey(
+  ctx: AppContext,
+  auth: AuthContext,
+  input: { name?: string; scopes: Scope[] },
+) {
+  const excess = input.scopes.filter((s) => !auth.scopes.includes(s));
+  if (excess.length > 0)
+    throw forbidden(`A key cannot be given scopes the caller lacks: ${excess.join(', ')}.`);
+  return issueKey(ctx, auth.accountId, auth.userId, input);
+}
+
+/** Creates a key row for a user and returns the key once (used by the API and by `ads keys create`). */
+export async function issueKey(
+  ctx: Pick<AppContext, 'database' | 'clock'>,
+  accountId: string,
+  userId: string,
+  input: { name?: string; scopes: readonly string[] },
+) {
+  const user = await findUser(ctx.database.db, accountId, userId);
+  if (!user) throw notFound('user', userId);
+  const granted = effectiveScopes(input.scopes, user.role);
+  if (granted.length !== new Set(input.scopes).size) {
+    throw new AppError('forbidden', `A ${user.role} cannot hold the scopes ${input.scopes.join(', ')}.`);
+  }
+  const { key, hash, prefix } = generateApiKey();
+  const row: ApiKeyRow = {
+    account_id: accountId,
+    id: newId('apiKey'),
+    user_id: userId,
+    name: input.name ?? null,
+    key_hash: hash,
+    key_prefix: prefix,
+    scopes: formatScopes(granted),
+    created_at: isoNow(ctx.clock),
+    revoked_at: null,
+  };
+  await insertApiKey(ctx.database.db, row);
+  return { ...toApiKey(row), key };
+}
+
+/** Revokes one key: the caller's own, or any key of the account for an admin. Others' keys are 404. */
+export async function deleteKey(ctx: AppContext, auth: AuthContext, keyId: string) {
+  const row = await findApiKey(ctx.database.db, auth.accountId, keyId);
+  if (!row || (row.user_id !== auth.userId && !auth.scopes.includes('admin')))
+    throw notFound('API key', keyId);
+  await revokeApiKey(ctx.database.db, auth.accountId, keyId, isoNow(ctx.clock));
+}

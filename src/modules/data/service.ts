@@ -1,0 +1,130 @@
+import type { AppContext } from '../../context.ts';
+import { recordEvent } from '../../events/outbox.ts';
+import { invalidField, notFound } from '../../http/errors.ts';
+import { newId } from '../../lib/ids.ts';
+import { isoNow } from '../../lib/time.ts';
+import {
+  type DataRow,
+  type DataSort,
+  deleteDataObject,
+  findDataObject,
+  insertDataObject,
+  listDataObjects,
+  updateDataObject,
+} from './repo.ts';
+import type { CreateDataInput, DataObjectOut, PatchDataInput } from './schemas.ts';
+
+/** Row -> API shape. */
+export function toDataObject(row: DataRow): DataObjectOut {
+  return {
+    id: row.id,
+    title: row.title,
+    type: row.type as DataObjectOut['type'],
+    content: row.content,
+    tags: JSON.parse(row.tags),
+    metadata: JSON.parse(row.metadata),
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+function checkTitle(title: string | undefined) {
+  if (title !== undefined && title.trim() === '') throw invalidField('title', 'must not be blank');
+}
+
+/** Tags keep their first occurrence's position; repeats are dropped (decisions §5). */
+const dedupe = (tags: string[]) => [...new Set(tags)];
+
+export async function createData(ctx: AppContext, accountId: string, input: CreateDataInput) {
+  checkTitle(input.title);
+  const now = isoNow(ctx.clock);
+  const row: DataRow = {
+    account_id: accountId,
+    id: newId('data'),
+    title: input.title,
+    title_sort: input.title.toLowerCase(),
+    type: input.type,
+    content: input.content ?? '',
+    tags: JSON.stringify(dedupe(input.tags ?? [])),
+    metadata: JSON.stringify(input.metadata ?? {}),
+    created_at: now,
+    updated_at: null,
+  };
+  await ctx.database.db.transaction().execute(async (trx) => {
+    await insertDataObject(trx, row);
+    await recordEvent(trx, accountId, 'data.created', { id: row.id, title: row.title, type: row.type }, now);
+  });
+  return toDataObject(row);
+}
+
+export async function getData(ctx: AppContext, accountId: string, id: string) {
+  const row = await findDataObject(ctx.database.db, accountId, id);
+  if (!row) throw notFound('data object', id);
+  return toDataObject(row);
+}
+
+export async function listData(
+  ctx: AppContext,
+  accountId: string,
+  q: { sort: DataSort; order?: 'asc' | 'desc'; limit: number; offset: number },
+) {
+  const order = q.order ?? (q.sort === 'title' ? 'asc' : 'desc');
+  return listDataObjects(ctx.database.db, accountId, {
+    sort: q.sort,
+    order,
+    limit: q.limit,
+    offset: q.offset,
+  });
+}
+
+const PATCHABLE = ['title', 'type', 'content', 'tags', 'metadata'] as const;
+
+/** Replaces the given fields whole; emits `data.updated` with `changed` only when something changed. */
+export async function patchData(ctx: AppContext, accountId: string, id: string, input: PatchDataInput) {
+  checkTitle(input.title);
+  const { db, dialect } = ctx.database;
+  return db.transaction().execute(async (trx) => {
+    const row = await findDataObject(trx, accountId, id, { forUpdate: dialect });
+    if (!row) throw notFound('data object', id);
+    const next: DataRow = { ...row };
+    if (input.title !== undefined) {
+      next.title = input.title;
+      next.title_sort = input.title.toLowerCase();
+    }
+    if (input.type !== undefined) next.type = input.type;
+    if (input.content !== undefined) next.content = input.content;
+    if (input.tags !== undefined) next.tags = JSON.stringify(dedupe(input.tags));
+    if (input.metadata !== undefined) next.metadata = JSON.stringify(input.metadata);
+    const changed = PATCHABLE.filter((f) => next[f] !== row[f] && !sameJson(f, next[f], row[f]));
+    if (changed.length === 0) return toDataObject(row);
+    const now = isoNow(ctx.clock);
+    next.updated_at = now;
+    const { account_id: _a, id: _i, created_at: _c, ...patch } = next;
+    await updateDataObject(trx, accountId, id, patch);
+    await recordEvent(
+      trx,
+      accountId,
+      'data.updated',
+      { id, title: next.title, type: next.type, changed },
+      now,
+    );
+    return toDataObject(next);
+  });
+}
+
+/** Metadata objects equal up to key order count as unchanged. */
+function sameJson(field: string, a: string, b: string): boolean {
+  if (field !== 'metadata') return false;
+  const x = JSON.parse(a) as Record<string, string>;
+  const y = JSON.parse(b) as Record<string, string>;
+  const keys = Object.keys(x);
+  return keys.length === Object.keys(y).length && keys.every((k) => y[k] === x[k]);
+}
+
+export async function deleteData(ctx: AppContext, accountId: string, id: string) {
+  await ctx.database.db.transaction().execute(async (trx) => {
+    const gone = await deleteDataObject(trx, accountId, id);
+    if (!gone) throw notFound('data object', id);
+    await recordEvent(trx, accountId, 'data.deleted', gone, isoNow(ctx.clock));
+  });
+}

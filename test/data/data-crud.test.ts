@@ -1,0 +1,184 @@
+import assert from 'node:assert/strict';
+import { before, it } from 'node:test';
+import { describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
+
+describeEachDatabase('data objects: create, read, update, delete', (h) => {
+  let acc: TestAccount;
+  before(async () => {
+    acc = await h.account();
+  });
+
+  it('creates an object and returns every field in the envelope', async () => {
+    const res = await h.request('POST', '/v1/data', {
+      key: acc.adminKey,
+      body: {
+        title: 'Quarterly report',
+        type: 'document',
+        content: 'Revenue grew.',
+        tags: ['finance', 'q3', 'finance'],
+        metadata: { author: 'ann' },
+      },
+    });
+    assert.equal(res.status, 201);
+    const d = res.body.data;
+    assert.match(d.id, /^dat_[0-9A-HJKMNP-TV-Z]{26}$/);
+    assert.equal(d.title, 'Quarterly report');
+    assert.equal(d.type, 'document');
+    assert.equal(d.content, 'Revenue grew.');
+    assert.deepEqual(d.tags, ['finance', 'q3'], 'duplicates dropped, order kept');
+    assert.deepEqual(d.metadata, { author: 'ann' });
+    assert.match(d.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    assert.equal(d.updated_at, null);
+    assert.match(res.body.meta.request_id, /^req_/);
+    assert.equal(res.headers['x-request-id'], res.body.meta.request_id);
+    assert.match(res.body.meta.timestamp, /Z$/);
+  });
+
+  it('defaults optional fields and reads the object back through /data/{id} and /items/{id}', async () => {
+    const created = await h.request('POST', '/v1/data', {
+      key: acc.adminKey,
+      body: { title: 'Bare', type: 'note' },
+    });
+    assert.equal(created.status, 201);
+    assert.deepEqual(
+      [created.body.data.content, created.body.data.tags, created.body.data.metadata],
+      ['', [], {}],
+    );
+    for (const path of ['/v1/data/', '/v1/items/']) {
+      const got = await h.request('GET', path + created.body.data.id, { key: acc.adminKey });
+      assert.equal(got.status, 200);
+      assert.deepEqual(got.body.data, created.body.data);
+    }
+  });
+
+  it('is listed immediately with exactly id, title, type and created_at', async () => {
+    const created = await h.request('POST', '/v1/data', {
+      key: acc.adminKey,
+      body: { title: 'Listed', type: 'record', content: 'x' },
+    });
+    const list = await h.request('GET', '/v1/data?limit=100', { key: acc.adminKey });
+    assert.equal(list.status, 200);
+    const item = list.body.data.items.find((i: { id: string }) => i.id === created.body.data.id);
+    assert.deepEqual(Object.keys(item).sort(), ['created_at', 'id', 'title', 'type']);
+  });
+
+  it('patches fields whole, sets updated_at and records data.updated only when something changed', async () => {
+    const created = await h.request('POST', '/v1/data', {
+      key: acc.adminKey,
+      body: { title: 'Draft', type: 'note', tags: ['a'], metadata: { k: '1', j: '2' } },
+    });
+    const id = created.body.data.id;
+    const events = async () =>
+      (
+        await h.database.db
+          .selectFrom('events')
+          .select(['name', 'payload'])
+          .where('account_id', '=', acc.id)
+          .execute()
+      )
+        .filter((e) => JSON.parse(e.payload).data.id === id)
+        .map((e) => ({ name: e.name, data: JSON.parse(e.payload).data }));
+
+    const same = await h.request('PATCH', `/v1/data/${id}`, {
+      key: acc.adminKey,
+      body: { title: 'Draft', metadata: { j: '2', k: '1' } },
+    });
+    assert.equal(same.status, 200);
+    assert.equal(same.body.data.updated_at, null, 'no change, no updated_at');
+    assert.deepEqual(
+      (await events()).map((e) => e.name),
+      ['data.created'],
+    );
+
+    const changed = await h.request('PATCH', `/v1/data/${id}`, {
+      key: acc.adminKey,
+      body: { title: 'Final', tags: ['b', 'b', 'c'], content: 'done' },
+    });
+    assert.equal(changed.status, 200);
+    assert.equal(changed.body.data.title, 'Final');
+    assert.deepEqual(changed.body.data.tags, ['b', 'c']);
+    assert.equal(changed.body.data.type, 'note', 'untouched fields stay');
+    assert.deepEqual(changed.body.data.metadata, { k: '1', j: '2' });
+    assert.ok(changed.body.data.updated_at);
+    const evs = await events();
+    assert.deepEqual(
+      evs.map((e) => e.name),
+      ['data.created', 'data.updated'],
+    );
+    assert.deepEqual(evs[1]?.data, {
+      id,
+      title: 'Final',
+      type: 'note',
+      changed: ['title', 'content', 'tags'],
+    });
+
+    const got = await h.request('GET', `/v1/data/${id}`, { key: acc.adminKey });
+    assert.deepEqual(got.body.data, changed.body.data);
+  });
+
+  it('deletes permanently: 204 with no body, then 404 everywhere, and records data.deleted', async () => {
+    const created = await h.request('POST', '/v1/data', {
+      key: acc.adminKey,
+      body: { title: 'Doomed', type: 'note', content: 'secret words' },
+    });
+    const id = created.body.data.id;
+    const del = await h.request('DELETE', `/v1/data/${id}`, { key: acc.adminKey });
+    assert.equal(del.status, 204);
+    assert.equal(del.raw, '');
+    for (const [method, path] of [
+      ['GET', `/v1/data/${id}`],
+      ['GET', `/v1/items/${id}`],
+      ['PATCH', `/v1/data/${id}`],
+      ['DELETE', `/v1/data/${id}`],
+    ] as const) {
+      const res = await h.request(method, path, {
+        key: acc.adminKey,
+        body: method === 'PATCH' ? { title: 'x' } : undefined,
+      });
+      assert.equal(res.status, 404, `${method} ${path}`);
+      assert.equal(res.body.error.code, 'not_found');
+    }
+    const row = await h.database.db
+      .selectFrom('data_objects')
+      .select('id')
+      .where('id', '=', id)
+      .executeTakeFirst();
+    assert.equal(row, undefined);
+    const ev = await h.database.db
+      .selectFrom('events')
+      .select('payload')
+      .where('name', '=', 'data.deleted')
+      .execute();
+    assert.ok(
+      ev.some((e) => JSON.parse(e.payload).data.id === id && JSON.parse(e.payload).data.title === 'Doomed'),
+    );
+  });
+
+  it("answers another account's object, and a malformed id, with 404 like a missing one", async () => {
+    const other = await h.account();
+    const theirs = await h.request('POST', '/v1/data', {
+      key: other.adminKey,
+      body: { title: 'Theirs', type: 'note' },
+    });
+    const id = theirs.body.data.id;
+    for (const [method, path] of [
+      ['GET', `/v1/data/${id}`],
+      ['GET', `/v1/items/${id}`],
+      ['PATCH', `/v1/data/${id}`],
+      ['DELETE', `/v1/data/${id}`],
+      ['GET', '/v1/data/dat_nope'],
+      ['GET', '/v1/data/usr_01JD4Z5T8N3QK9W2V7R6M1B0XC'],
+    ] as const) {
+      const res = await h.request(method, path, {
+        key: acc.adminKey,
+        body: method === 'PATCH' ? { title: 'x' } : undefined,
+      });
+      assert.equal(res.status, 404, `${method} ${path}`);
+      assert.equal(res.body.error.code, 'not_found');
+    }
+    const still = await h.request('GET', `/v1/data/${id}`, { key: other.adminKey });
+    assert.equal(still.body.data.title, 'Theirs', 'untouched by the other account');
+    const list = await h.request('GET', '/v1/data?limit=100', { key: acc.adminKey });
+    assert.ok(!list.body.data.items.some((i: { id: string }) => i.id === id));
+  });
+});

@@ -1,0 +1,59 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import type { DatabaseConfig } from '../../src/config.ts';
+
+export type TestDialect = 'sqlite' | 'postgres';
+
+const PG_VAR = 'ADS_TEST_POSTGRES_URL';
+
+/** Why the PostgreSQL suites are skipped, or false when they run. In CI they must run. */
+export function postgresSkipReason(): string | false {
+  if (process.env[PG_VAR]) return false;
+  if (process.env.CI === 'true') {
+    throw new Error(`CI=true but ${PG_VAR} is not set: the PostgreSQL suite must run in CI.`);
+  }
+  return `PostgreSQL suite skipped: set ${PG_VAR}=postgres://postgres@127.0.0.1:5432/postgres to run it`;
+}
+
+/** A fresh, empty database of the given dialect, and how to throw it away. */
+export async function createTestDatabase(
+  dialect: TestDialect,
+): Promise<{ config: DatabaseConfig; dataDir: string; drop(): Promise<void> }> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ads-test-'));
+  if (dialect === 'sqlite') {
+    return {
+      config: { dialect: 'sqlite', file: path.join(dataDir, 'ads.sqlite') },
+      dataDir,
+      drop: async () => fs.rmSync(dataDir, { recursive: true, force: true }),
+    };
+  }
+  const adminUrl = process.env[PG_VAR];
+  if (!adminUrl) throw new Error(`${PG_VAR} is not set`);
+  const name = `ads_test_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    config: { dialect: 'postgres', url: url.toString() },
+    dataDir,
+    drop: async () => {
+      const c = new pg.Client({ connectionString: adminUrl });
+      await c.connect();
+      try {
+        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await c.end();
+      }
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
