@@ -14,7 +14,8 @@ import { createTestDatabase, postgresSkipReason, type TestDialect } from './data
 
 export interface TestResponse {
   status: number;
-  headers: Record<string, string | string[] | undefined>;
+  headers: Record<string, string | string[] | number | undefined>;
+  // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON bodies.
   body: any;
   raw: string;
 }
