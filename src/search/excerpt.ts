@@ -1,0 +1,195 @@
+// Search-result excerpts (decisions §6): about 30 words around the first match, matched words in
+// <em>, everything else HTML-escaped, `…` where text was cut. Matching mirrors the database loosely:
+// folded equality, same Porter stem, or a wildcard pattern.
+import { stemmer } from 'stemmer';
+import type { PositiveTerm } from './parser.ts';
+import { foldText, matchesWildcard, splitWords } from './text.ts';
+
+/** Only this much of a text is scanned for the first match; content can be megabytes. */
+export const MAX_SCAN_CHARS = 200_000;
+const DEFAULT_WORDS = 30;
+const MAX_WORDS = 200;
+/** Longer words are compared without stemming; nothing that long is an English word. */
+const MAX_STEM_CHARS = 64;
+/** Display caps, so one giant "word" or run of punctuation cannot blow up an excerpt. */
+const MAX_SHOWN_WORD = 60;
+const MAX_SHOWN_GAP = 30;
+const MAX_EDGE_PUNCT = 10;
+
+const WORD = /[\p{L}\p{N}\p{M}]+/gu;
+const SPACES = /\s+/gu;
+const HTML_SPECIAL = /[&<>"']/g;
+const HTML_ENTITY: Record<string, string> = {
+  '&': '&amp;',
+  '<': '&lt;',
+  '>': '&gt;',
+  '"': '&quot;',
+  "'": '&#39;',
+};
+
+/** Escapes `& < > " '` for HTML text and attribute contexts. */
+export function escapeHtml(s: string): string {
+  return s.replace(HTML_SPECIAL, (c) => HTML_ENTITY[c]!);
+}
+
+/** One folded word of the text; two entries share a span when folding split a character (½). */
+interface Entry {
+  start: number;
+  end: number;
+  word: string;
+}
+
+type WordTest = (word: string) => boolean;
+
+function compileTerms(terms: readonly PositiveTerm[]): { single: WordTest[]; phrases: WordTest[][] } {
+  const stems = new Map<string, string>();
+  const stem = (w: string): string => {
+    if (w.length > MAX_STEM_CHARS) return w;
+    let s = stems.get(w);
+    if (s === undefined) {
+      s = stemmer(w);
+      stems.set(w, s);
+    }
+    return s;
+  };
+  const exact = (target: string): WordTest => {
+    const targetStem = stem(target);
+    return (w) => w === target || stem(w) === targetStem;
+  };
+  const single: WordTest[] = [];
+  const phrases: WordTest[][] = [];
+  for (const t of terms) {
+    if (t.field !== null && t.field !== 'title' && t.field !== 'content' && t.field !== 'tags') continue;
+    if (t.text !== undefined) {
+      const text = foldText(t.text);
+      if (t.wildcard && text.includes('*')) {
+        if (text.replaceAll('*', '') !== '') single.push((w) => matchesWildcard(text, w));
+      } else {
+        const words = splitWords(text);
+        if (words.length === 1) single.push(exact(words[0]!));
+        else if (words.length > 1) phrases.push(words.map(exact));
+      }
+    } else if (t.words !== undefined) {
+      const words = t.words.flatMap((w) => splitWords(foldText(w)));
+      if (words.length === 1) single.push(exact(words[0]!));
+      else if (words.length > 1) phrases.push(words.map(exact));
+    }
+  }
+  return { single, phrases };
+}
+
+/** Cuts `s` to about `max` characters (code points), keeping both ends around a `…`. */
+function clip(s: string, max: number): string {
+  if (s.length <= max) return s;
+  const cps = Array.from(s);
+  if (cps.length <= max) return s;
+  const half = Math.floor(max / 2);
+  return `${cps.slice(0, half).join('')}…${cps.slice(cps.length - half).join('')}`;
+}
+
+/**
+ * An HTML excerpt of about `opts.words` words (default 30) of `text` around the first word that
+ * matches one of `terms`, or null when nothing matches in the first MAX_SCAN_CHARS characters.
+ */
+export function buildExcerpt(
+  text: string,
+  terms: readonly PositiveTerm[],
+  opts: { words?: number } = {},
+): string | null {
+  const want = Number.isFinite(opts.words)
+    ? Math.min(MAX_WORDS, Math.max(1, Math.floor(opts.words!)))
+    : DEFAULT_WORDS;
+  const { single, phrases } = compileTerms(terms);
+  if (single.length === 0 && phrases.length === 0) return null;
+  const longestPhrase = phrases.reduce((m, p) => Math.max(m, p.length), 1);
+
+  let scanEnd = Math.min(text.length, MAX_SCAN_CHARS);
+  // Never cut a surrogate pair in half.
+  if (scanEnd < text.length && /[\uD800-\uDBFF]/.test(text[scanEnd - 1] ?? '')) scanEnd--;
+  const scanned = text.slice(0, scanEnd);
+
+  const entries: Entry[] = [];
+  const re = new RegExp(WORD.source, WORD.flags);
+  const more = (): boolean => {
+    const m = re.exec(scanned);
+    if (!m) return false;
+    const start = m.index;
+    const end = start + m[0].length;
+    for (const word of splitWords(foldText(m[0]))) entries.push({ start, end, word });
+    return true;
+  };
+  const phraseAt = (p: WordTest[], s: number): boolean =>
+    s >= 0 && s + p.length <= entries.length && p.every((test, k) => test(entries[s + k]!.word));
+
+  // Find the first match, judged by where it ends, so phrases need no lookahead.
+  let anchor = -1;
+  let anchorEnd = 0;
+  for (let checked = 0; anchor < 0; checked++) {
+    // A text word can fold to nothing (only marks), so one more() may add no entry.
+    while (checked >= entries.length && more());
+    if (checked >= entries.length) break;
+    const w = entries[checked]!.word;
+    if (single.some((test) => test(w))) anchor = checked;
+    for (const p of phrases) {
+      if (anchor < 0 && phraseAt(p, checked - p.length + 1)) anchor = checked - p.length + 1;
+    }
+    anchorEnd = checked + 1;
+  }
+  if (anchor < 0) return null;
+
+  let start = Math.max(0, anchor - Math.floor(want / 3));
+  // Read enough words to fill the window and to see phrases that straddle its end.
+  while (entries.length < start + want + longestPhrase && more());
+  let end = Math.min(entries.length, start + want);
+  if (end - start < want) start = Math.max(0, end - want);
+  end = Math.max(end, anchorEnd);
+
+  const marked = new Array<boolean>(end - start).fill(false);
+  for (let i = start; i < end; i++) {
+    const w = entries[i]!.word;
+    if (single.some((test) => test(w))) marked[i - start] = true;
+  }
+  for (const p of phrases) {
+    for (let s = Math.max(0, start - p.length + 1); s < end; s++) {
+      if (!phraseAt(p, s)) continue;
+      for (let k = Math.max(s, start); k < Math.min(s + p.length, end); k++) marked[k - start] = true;
+    }
+  }
+
+  const from = entries[start]!.start - edgePunctuationBefore(text, entries[start]!.start);
+  const to = entries[end - 1]!.end + edgePunctuationAfter(text, entries[end - 1]!.end);
+  let out = /\S/u.test(text.slice(0, from)) ? '…' : '';
+  let cursor = from;
+  for (let i = start; i < end; ) {
+    const e = entries[i]!;
+    // Entries from one text word (folding split it) are shown once, highlighted if any matched.
+    let hit = false;
+    for (; i < end && entries[i]!.start === e.start; i++) hit ||= marked[i - start]!;
+    out += escapeHtml(clip(text.slice(cursor, e.start).replace(SPACES, ' '), MAX_SHOWN_GAP));
+    const shown = escapeHtml(clip(text.slice(e.start, e.end), MAX_SHOWN_WORD));
+    out += hit ? `<em>${shown}</em>` : shown;
+    cursor = e.end;
+  }
+  out += escapeHtml(text.slice(cursor, to).replace(SPACES, ' '));
+  if (/\S/u.test(text.slice(to))) out += '…';
+  return out;
+}
+
+// Punctuation glued to an edge word ("(Hello", "end.") is kept when a space or the text edge
+// bounds it; otherwise it belongs to the neighbouring word and stays out.
+const PUNCT_BEFORE_AT_START = /(?:^|\s)([^\s\p{L}\p{N}\p{M}]*)$/u;
+const PUNCT_BEFORE = /\s([^\s\p{L}\p{N}\p{M}]*)$/u;
+const PUNCT_AFTER_AT_END = /^([^\s\p{L}\p{N}\p{M}]*)(?:\s|$)/u;
+const PUNCT_AFTER = /^([^\s\p{L}\p{N}\p{M}]*)\s/u;
+
+function edgePunctuationBefore(text: string, at: number): number {
+  const lead = text.slice(Math.max(0, at - MAX_EDGE_PUNCT - 1), at);
+  const m = (at === lead.length ? PUNCT_BEFORE_AT_START : PUNCT_BEFORE).exec(lead);
+  return m ? m[1]!.length : 0;
+}
+
+function edgePunctuationAfter(text: string, at: number): number {
+  const tail = text.slice(at, at + MAX_EDGE_PUNCT + 1);
+  const m = (at + tail.length === text.length ? PUNCT_AFTER_AT_END : PUNCT_AFTER).exec(tail);
+  return m ? m[1]!.length : 0;
+}

@@ -1,0 +1,55 @@
+// Text folding shared by the query parser and the excerpt builder, so a query word and a text
+// word compare equal exactly when the search treats them as the same word.
+
+const COMBINING_MARKS = /\p{M}/gu;
+const NON_WORD = /[^\p{L}\p{N}]+/u;
+const NON_WORD_OR_STAR = /[^\p{L}\p{N}*]+/u;
+const STAR_RUN = /\*{2,}/g;
+
+/** Case- and accent-insensitive form of `s`: NFKD, combining marks removed, lower case. */
+export function foldText(s: string): string {
+  // Lower-casing after NFKD catches compatibility forms that decompose to capitals (㎒ -> MHz);
+  // lower-casing can itself produce marks (İ -> i + U+0307), hence the second pass.
+  return s.normalize('NFKD').toLowerCase().normalize('NFKD').replace(COMBINING_MARKS, '');
+}
+
+/** Words of already folded text: runs of letters and digits; everything else separates. */
+export function splitWords(folded: string): string[] {
+  return folded.split(NON_WORD).filter((w) => w !== '');
+}
+
+/**
+ * Words of already folded text where `*` is a wildcard inside a word: runs of `**` collapse to one
+ * `*`, and words made only of stars are dropped (they would match everything).
+ */
+export function splitPatternWords(folded: string): string[] {
+  const words: string[] = [];
+  for (const raw of folded.split(NON_WORD_OR_STAR)) {
+    const w = raw.replace(STAR_RUN, '*');
+    if (w !== '' && w !== '*') words.push(w);
+  }
+  return words;
+}
+
+/**
+ * Whole-word glob match where `*` matches any run of characters (including none).
+ * Greedy leftmost matching of the star-free segments is exact for `*`-only patterns and needs no
+ * regex built from user input.
+ */
+export function matchesWildcard(pattern: string, word: string): boolean {
+  const parts = pattern.split('*');
+  if (parts.length === 1) return pattern === word;
+  const first = parts[0]!;
+  const last = parts[parts.length - 1]!;
+  if (word.length < first.length + last.length) return false;
+  if (!word.startsWith(first) || !word.endsWith(last)) return false;
+  let at = first.length;
+  const limit = word.length - last.length;
+  for (let i = 1; i < parts.length - 1; i++) {
+    const part = parts[i]!;
+    const found = word.indexOf(part, at);
+    if (found === -1 || found + part.length > limit) return false;
+    at = found + part.length;
+  }
+  return true;
+}

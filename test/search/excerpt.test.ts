@@ -1,0 +1,237 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import fc from 'fast-check';
+import { buildExcerpt, escapeHtml, MAX_SCAN_CHARS } from '../../src/search/excerpt.ts';
+import { parseQuery, positiveTerms } from '../../src/search/parser.ts';
+
+function excerpt(text: string, q: string, words?: number): string | null {
+  return buildExcerpt(text, positiveTerms(parseQuery(q)), words === undefined ? {} : { words });
+}
+
+/** The words wrapped in <em>, in order. */
+function highlighted(html: string | null): string[] {
+  assert.ok(html !== null, 'expected an excerpt');
+  return [...html.matchAll(/<em>(.*?)<\/em>/g)].map((m) => m[1]!);
+}
+
+/** Every tag in the excerpt is <em> or </em>, and no stray `<` or `>` is left. */
+function assertOnlyEm(html: string): void {
+  for (const m of html.matchAll(/<\/?([^\s>/]*)[^>]*>/g)) assert.equal(m[1], 'em', `unexpected tag ${m[0]}`);
+  const bare = html.replaceAll('<em>', '').replaceAll('</em>', '');
+  assert.ok(!/[<>]/.test(bare), `unescaped angle bracket in ${html}`);
+  assert.ok(!/&(?!amp;|lt;|gt;|quot;|#39;)/.test(bare), `unescaped & in ${html}`);
+}
+
+/** Visible words of an excerpt, ignoring markup and the cut marks. */
+function visibleWords(html: string): string[] {
+  return html
+    .replace(/<\/?em>/g, '')
+    .replaceAll('…', ' ')
+    .split(/\s+/)
+    .filter((w) => w !== '');
+}
+
+const numbered = (n: number) => Array.from({ length: n }, (_, i) => `w${i}`).join(' ');
+
+describe('highlighting', () => {
+  test('the matched word is wrapped, the text kept as written', () => {
+    assert.equal(excerpt('Quarterly finance report', 'finance'), 'Quarterly <em>finance</em> report');
+    assert.equal(excerpt('Quarterly FINANCE report', 'Finance'), 'Quarterly <em>FINANCE</em> report');
+    assert.equal(excerpt('Un CAFÉ au lait', 'cafe'), 'Un <em>CAFÉ</em> au lait');
+    assert.equal(excerpt('Un cafe\u0301 au lait', 'café'), 'Un <em>cafe\u0301</em> au lait');
+  });
+
+  test('every occurrence in the window is wrapped, and every query term', () => {
+    assert.deepEqual(highlighted(excerpt('a fox, a dog and a fox again', 'fox dog')), ['fox', 'dog', 'fox']);
+    assert.deepEqual(highlighted(excerpt('cats or dogs', 'cat OR dog')), ['cats', 'dogs']);
+  });
+
+  test('negated terms are not highlighted', () => {
+    assert.deepEqual(highlighted(excerpt('finance report on finance', 'finance -report')), [
+      'finance',
+      'finance',
+    ]);
+  });
+
+  test('English stems: a `running` query highlights runs and run', () => {
+    const text = 'She runs daily. Running is fun; a run a day. Runner ran.';
+    assert.deepEqual(highlighted(excerpt(text, 'running')), ['runs', 'Running', 'run']);
+    assert.deepEqual(highlighted(excerpt('The connection connected', 'connect')), [
+      'connection',
+      'connected',
+    ]);
+  });
+
+  test('wildcards: prefix, suffix and infix, whole word only', () => {
+    const text = 'finance financial define refinance balance fence fancy fins';
+    assert.deepEqual(highlighted(excerpt(text, 'fin*')), ['finance', 'financial', 'fins']);
+    assert.deepEqual(highlighted(excerpt(text, '*ance')), ['finance', 'refinance', 'balance']);
+    assert.deepEqual(highlighted(excerpt(text, 'f*nce')), ['finance', 'fence']);
+    assert.deepEqual(highlighted(excerpt(text, 'f*n*e')), ['finance', 'fence']);
+    assert.deepEqual(highlighted(excerpt('Éclair ECLAT', 'ecl*')), ['Éclair', 'ECLAT']);
+  });
+
+  test('phrases match consecutive words only, across punctuation, with stems', () => {
+    const text = 'brown dog. The quick brown fox; brown, fox! fox brown';
+    assert.deepEqual(highlighted(excerpt(text, '"brown fox"')), ['brown', 'fox', 'brown', 'fox']);
+    assert.equal(excerpt('brown dog, red fox', '"brown fox"'), null);
+    assert.deepEqual(highlighted(excerpt('he saw two running dogs', '"run dog"')), ['running', 'dogs']);
+    assert.deepEqual(highlighted(excerpt('e-mail me', 'e-mail')), ['e', 'mail']);
+  });
+
+  test('field terms count only for title, content and tags', () => {
+    const text = 'draft by alice about finance';
+    assert.equal(excerpt(text, 'author:alice'), null);
+    assert.equal(excerpt(text, 'status:draft type:finance'), null);
+    assert.deepEqual(highlighted(excerpt(text, 'title:alice content:draft tag:finance')), [
+      'draft',
+      'alice',
+      'finance',
+    ]);
+  });
+
+  test('nothing to match gives null', () => {
+    assert.equal(excerpt('Quarterly finance report', 'budget'), null);
+    assert.equal(excerpt('', 'budget'), null);
+    assert.equal(buildExcerpt('Quarterly finance report', []), null);
+    assert.equal(excerpt('refinance', 'fin*'), null);
+  });
+});
+
+describe('HTML safety', () => {
+  test('escapeHtml escapes the five special characters', () => {
+    assert.equal(
+      escapeHtml(`<a href="x" title='y'>&amp;</a>`),
+      '&lt;a href=&quot;x&quot; title=&#39;y&#39;&gt;&amp;amp;&lt;/a&gt;',
+    );
+  });
+
+  test('markup in the text comes back escaped; only <em> is real markup', () => {
+    const text = `Hello <script>alert("x")</script> & <b onclick='y'>bold</b> <em>fake</em> finance`;
+    const html = excerpt(text, 'finance script em')!;
+    assert.ok(html.includes('&lt;<em>script</em>&gt;alert(&quot;x&quot;)&lt;/<em>script</em>&gt;'), html);
+    assert.ok(html.includes('&amp; &lt;b onclick=&#39;y&#39;&gt;bold&lt;/b&gt;'), html);
+    assert.ok(html.includes('&lt;<em>em</em>&gt;fake&lt;/<em>em</em>&gt; <em>finance</em>'), html);
+    assertOnlyEm(html);
+  });
+});
+
+describe('window and cuts', () => {
+  test('a match in the middle is cut on both sides with about 30 words', () => {
+    const html = excerpt(numbered(100), 'w50')!;
+    assert.ok(html.startsWith('…') && html.endsWith('…'), html);
+    assert.equal(visibleWords(html).length, 30);
+    assert.ok(html.includes('<em>w50</em>'));
+    assert.ok(html.includes('w40 '), 'about a third of the window precedes the match');
+  });
+
+  test('a match at the start or the end fills the window from the other side', () => {
+    const first = excerpt(numbered(100), 'w0')!;
+    assert.ok(first.startsWith('<em>w0</em> w1') && first.endsWith('w29…'), first);
+    const last = excerpt(numbered(100), 'w99')!;
+    assert.ok(last.startsWith('…w70 ') && last.endsWith('<em>w99</em>'), last);
+    assert.equal(visibleWords(last).length, 30);
+  });
+
+  test('a short text is not cut', () => {
+    assert.equal(excerpt(numbered(10), 'w5'), numbered(10).replace('w5', '<em>w5</em>'));
+  });
+
+  test('the window size is configurable', () => {
+    const html = excerpt(numbered(100), 'w50', 10)!;
+    assert.equal(visibleWords(html).length, 10);
+    assert.equal(visibleWords(excerpt(numbered(100), 'w50', 0)!).length, 1);
+  });
+
+  test('the first match is the anchor; later matches outside the window are not shown', () => {
+    const html = excerpt(`${numbered(20)} target ${numbered(100)} target`, 'target')!;
+    assert.deepEqual(highlighted(html), ['target']);
+    assert.ok(html.endsWith('…'));
+  });
+
+  test('a phrase straddling the window edge is highlighted on the visible side', () => {
+    // The window is w0..w29; the phrase continues into w30, which is not shown.
+    const html = excerpt(numbered(60), 'w5 "w29 w30"')!;
+    assert.ok(html.endsWith(' <em>w29</em>…'), html);
+    assert.deepEqual(highlighted(html), ['w5', 'w29']);
+  });
+
+  test('punctuation glued to edge words is kept, whitespace is collapsed', () => {
+    assert.equal(
+      excerpt('("Finance"),\n\n  and\tmore.', 'finance'),
+      '(&quot;<em>Finance</em>&quot;), and more.',
+    );
+    const html = excerpt(`${numbered(40)} (w40) end.`, 'end')!;
+    assert.ok(html.endsWith('(w40) <em>end</em>.'), html);
+  });
+
+  test('text made only of punctuation around the window still marks the cut', () => {
+    assert.equal(excerpt('--- finance ---', 'finance', 1), '…<em>finance</em>…');
+  });
+
+  test('giant words and gaps are clipped', () => {
+    const html = excerpt(`${'a'.repeat(50_000)} ${'!'.repeat(50_000)} finance`, 'a*')!;
+    const a = 'a'.repeat(30);
+    const bang = '!'.repeat(14);
+    assert.equal(html, `<em>${a}…${a}</em> ${bang}…${bang} finance`);
+  });
+});
+
+describe('large text', () => {
+  const filler = 'lorem ipsum dolor sit amet '.repeat(200_000); // 5.4 MB
+
+  test('works on 5 MB with an early match', () => {
+    const html = excerpt(`intro finance ${filler}`, 'finance')!;
+    assert.ok(html.startsWith('intro <em>finance</em> lorem') && html.endsWith('…'), html);
+  });
+
+  test('finds a match inside the scanned prefix', () => {
+    const at = MAX_SCAN_CHARS / 2;
+    const html = excerpt(`${filler.slice(0, at)} finance ${filler}`, 'finance')!;
+    assert.deepEqual(highlighted(html), ['finance']);
+    assert.ok(html.startsWith('…') && html.endsWith('…'));
+  });
+
+  test('a match only beyond the scanned prefix gives null (the caller falls back)', () => {
+    assert.equal(excerpt(`${filler} finance`, 'finance'), null);
+  });
+
+  test('a 5 MB text without separators works with wildcards and stems', () => {
+    assert.equal(excerpt('x'.repeat(5_000_000), 'x*y'), null);
+    assert.equal(excerpt('x'.repeat(5_000_000), 'running'), null);
+    assert.ok(excerpt('x'.repeat(5_000_000), 'x*')!.startsWith('<em>x'));
+  });
+});
+
+describe('properties', () => {
+  test('random text and queries give only escaped text and <em>', () => {
+    const word = fc.oneof(
+      fc.constantFrom('finance', 'Running', 'runs', 'café', 'CAFE', '<b>', '&amp;', '"', "'", '日本', '😀'),
+      fc.string({ unit: 'binary', maxLength: 8 }),
+    );
+    const sep = fc.constantFrom(' ', ', ', '. ', '\n', ' - ', '<', '>', '&');
+    const text = fc.array(fc.tuple(word, sep), { maxLength: 80 }).map((p) => p.flat().join(''));
+    const query = fc.constantFrom(
+      'finance',
+      'run',
+      'cafe',
+      'fin*',
+      '*s',
+      '"runs finance"',
+      'b',
+      'amp',
+      'r*n*',
+    );
+    fc.assert(
+      fc.property(text, query, fc.integer({ min: 1, max: 40 }), (t, q, n) => {
+        const html = excerpt(t, q, n);
+        if (html === null) return;
+        assertOnlyEm(html);
+        assert.ok(html.includes('<em>'), html);
+        // n words of at most 60 characters and gaps of at most 30, each escaped at worst 6-fold.
+        assert.ok(html.length <= (n + 1) * (60 + 30) * 6 + 20, 'excerpt size is bounded');
+      }),
+      { numRuns: 3000 },
+    );
+  });
+});
