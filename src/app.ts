@@ -11,6 +11,9 @@ import { createValidatorCompiler } from './http/validation.ts';
 import { newId } from './lib/ids.ts';
 import { apiKeyRoutes } from './modules/api-keys/routes.ts';
 import { dataRoutes } from './modules/data/routes.ts';
+import { searchRoutes } from './modules/search/routes.ts';
+import { userRoutes } from './modules/users/routes.ts';
+import { webhookRoutes } from './modules/webhooks/routes.ts';
 
 export interface BuildOptions {
   /** TLS material when the app serves HTTPS itself; absent for inject() and behind a proxy. */
@@ -60,6 +63,9 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
       installAuth(v1);
       await v1.register(dataRoutes);
       await v1.register(apiKeyRoutes);
+      await v1.register(searchRoutes);
+      await v1.register(userRoutes);
+      await v1.register(webhookRoutes);
     },
     { prefix: '/v1' },
   );

@@ -1,6 +1,9 @@
 import { Kysely, type Migration, type MigrationProvider, Migrator, sql } from 'kysely';
 import type { DatabaseConfig } from '../config.ts';
 import * as m0001 from './migrations/0001-initial.ts';
+import * as m0002 from './migrations/0002-search.ts';
+import * as m0003 from './migrations/0003-members.ts';
+import * as m0004 from './migrations/0004-webhooks.ts';
 import { openPostgres } from './postgres.ts';
 import { openSqlite } from './sqlite.ts';
 import type { DB, Dialect } from './types.ts';
@@ -29,6 +32,9 @@ type DialectMigration = { up(db: Kysely<unknown>, dialect: Dialect): Promise<voi
 /** Migrations in order; names are immutable once released. */
 const MIGRATIONS: Record<string, DialectMigration> = {
   '0001-initial': m0001,
+  '0002-search': m0002,
+  '0003-members': m0003,
+  '0004-webhooks': m0004,
 };
 
 class StaticProvider implements MigrationProvider {
