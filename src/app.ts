@@ -1,14 +1,16 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import type { AppContext } from './context.ts';
-import { installAuth } from './http/auth.ts';
+import { installAuth, installScopeCheck } from './http/auth.ts';
 import { installErrorHandling } from './http/error-handler.ts';
 import { healthRoutes } from './http/health.ts';
 import { installHttpsGuard, installSecurityHeaders } from './http/https-guard.ts';
+import { installRateLimit } from './http/rate-limit.ts';
 import { ErrorBody } from './http/schemas.ts';
 import './http/types.ts';
 import { createValidatorCompiler } from './http/validation.ts';
 import { newId } from './lib/ids.ts';
+import { accountRoutes } from './modules/accounts/routes.ts';
 import { apiKeyRoutes } from './modules/api-keys/routes.ts';
 import { dataRoutes } from './modules/data/routes.ts';
 import { searchRoutes } from './modules/search/routes.ts';
@@ -45,6 +47,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   installErrorHandling(app);
   installSecurityHeaders(app);
   if (config.trustProxy) installHttpsGuard(app);
+  app.addHook('onClose', async () => ctx.rateLimiter.close());
   app.addHook('onResponse', async (request, reply) => {
     request.log.info(
       {
@@ -61,6 +64,9 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   await app.register(
     async (v1) => {
       installAuth(v1);
+      installRateLimit(v1);
+      installScopeCheck(v1);
+      await v1.register(accountRoutes);
       await v1.register(dataRoutes);
       await v1.register(apiKeyRoutes);
       await v1.register(searchRoutes);

@@ -8,6 +8,7 @@ import { systemClock } from './lib/time.ts';
 import { loadTls } from './lib/tls.ts';
 import { anyAccount } from './modules/accounts/repo.ts';
 import { type CreatedAccount, createAccount } from './modules/accounts/service.ts';
+import { createRateLimiter } from './ratelimit/limiter.ts';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -33,7 +34,12 @@ export async function startServer(config: Readonly<Config>, logger: Logger): Pro
     const tls = config.trustProxy ? undefined : await loadTls(config);
     if (tls?.generated)
       logger.info({ cert: tls.generated }, 'generated a self-signed development certificate');
-    const ctx: AppContext = { config, database, clock: systemClock, logger };
+    const rateLimiter = createRateLimiter({
+      redis: config.redisUrl ? { url: config.redisUrl, keyPrefix: 'ads:rl' } : undefined,
+      now: systemClock,
+      logger: logger.child({ component: 'rate-limit' }),
+    });
+    const ctx: AppContext = { config, database, clock: systemClock, logger, rateLimiter };
     const app = await buildApp(ctx, tls ? { https: { key: tls.key, cert: tls.cert } } : {});
     await app.listen({ host: config.host, port: config.port });
     const address = app.server.address();

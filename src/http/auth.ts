@@ -61,7 +61,19 @@ export function installAuth(app: FastifyInstance) {
       plan: row.plan,
       scopes,
     };
-    if (needed !== 'any' && !scopes.includes(needed)) {
+  });
+}
+
+/**
+ * Checks the route's scope against the key's effective scopes. Installed after the rate limiter, so
+ * a refused call still counts against the key and carries its rate-limit headers.
+ */
+export function installScopeCheck(app: FastifyInstance) {
+  app.addHook('onRequest', async (request) => {
+    const needed = request.routeOptions.config.scope;
+    if (needed === undefined || needed === 'any') return;
+    const { scopes } = request.auth;
+    if (!scopes.includes(needed)) {
       throw forbidden(`This call needs the '${needed}' scope; the key has ${scopes.join(', ') || 'none'}.`);
     }
   });

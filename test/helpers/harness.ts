@@ -10,6 +10,7 @@ import type { Clock } from '../../src/lib/time.ts';
 import { createAccount, type PlanName } from '../../src/modules/accounts/service.ts';
 import { issueKey } from '../../src/modules/api-keys/service.ts';
 import { insertUser } from '../../src/modules/users/repo.ts';
+import { createRateLimiter } from '../../src/ratelimit/limiter.ts';
 import { createTestDatabase, postgresSkipReason, type TestDialect } from './databases.ts';
 
 export interface TestResponse {
@@ -67,7 +68,15 @@ export function createHarness(dialect: TestDialect, env: Record<string, string> 
     h.database = openDatabase(h.config.database);
     await migrate(h.database);
     const clock: Clock = () => h.clock.now ?? Date.now();
-    h.ctx = { config: h.config, database: h.database, clock, logger: pino({ level: 'silent' }) };
+    const logger = pino({ level: 'silent' });
+    const rateLimiter = createRateLimiter({
+      redis: h.config.redisUrl
+        ? { url: h.config.redisUrl, keyPrefix: `ads:test:${newId('request')}` }
+        : undefined,
+      now: clock,
+      logger,
+    });
+    h.ctx = { config: h.config, database: h.database, clock, logger, rateLimiter };
     h.app = await buildApp(h.ctx);
     await h.app.ready();
   };

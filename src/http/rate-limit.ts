@@ -1,0 +1,28 @@
+import type { FastifyInstance } from 'fastify';
+import { rateLimitHeaders } from '../ratelimit/headers.ts';
+import { isPlan } from '../ratelimit/plans.ts';
+import { AppError } from './errors.ts';
+
+/**
+ * Counts every authenticated request against its key's minute and day budgets (decisions §8). Runs
+ * after authentication, so the plan is the one read from the database on this very request.
+ */
+export function installRateLimit(app: FastifyInstance) {
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.routeOptions.config.scope === undefined || !request.auth) return;
+    const plan = isPlan(request.auth.plan) ? request.auth.plan : 'free';
+    const decision = await app.ctx.rateLimiter.consume(request.auth.keyId, plan);
+    const headers = rateLimitHeaders(decision);
+    if (decision.limited) {
+      const window = decision.windows.find((w) => w.remaining === 0)?.name ?? 'minute';
+      throw new AppError(
+        'rate_limited',
+        `Rate limit exceeded for this API key (${plan} plan, per ${window}).`,
+        {
+          headers,
+        },
+      );
+    }
+    reply.headers(headers);
+  });
+}
