@@ -9,6 +9,7 @@ import { loadTls } from './lib/tls.ts';
 import { anyAccount } from './modules/accounts/repo.ts';
 import { type CreatedAccount, createAccount } from './modules/accounts/service.ts';
 import { createRateLimiter } from './ratelimit/limiter.ts';
+import { startWorkers, stopWorkers } from './workers.ts';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -42,6 +43,7 @@ export async function startServer(config: Readonly<Config>, logger: Logger): Pro
     const ctx: AppContext = { config, database, clock: systemClock, logger, rateLimiter };
     const app = await buildApp(ctx, tls ? { https: { key: tls.key, cert: tls.cert } } : {});
     await app.listen({ host: config.host, port: config.port });
+    const workers = await startWorkers(ctx);
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
     const host = config.host.includes(':') ? `[${config.host}]` : config.host;
@@ -53,7 +55,9 @@ export async function startServer(config: Readonly<Config>, logger: Logger): Pro
       database,
       bootstrap,
       close: async () => {
+        // Stop taking requests and let in-flight ones finish, then let workers finish their attempts.
         await app.close();
+        await stopWorkers(workers);
         await database.close();
       },
     };
