@@ -52,12 +52,39 @@ export interface EventsTable {
   created_at: string;
 }
 
+export interface InvitationsTable {
+  account_id: string;
+  id: string;
+  user_id: string;
+  token_hash: string;
+  expires_at: string;
+  used_at: string | null;
+  created_at: string;
+}
+
+/** Outgoing mail, durable until sent; bodies are sealed (they hold one-time tokens) and wiped once sent. */
+export interface MailOutboxTable {
+  account_id: string;
+  id: string;
+  to_address: string;
+  sealed_message: string | null;
+  status: string;
+  attempts: number;
+  next_attempt_at: string;
+  locked_until: string | null;
+  last_error: string | null;
+  created_at: string;
+  sent_at: string | null;
+}
+
 export interface DB {
   accounts: AccountsTable;
   users: UsersTable;
   api_keys: ApiKeysTable;
   data_objects: DataObjectsTable;
   events: EventsTable;
+  invitations: InvitationsTable;
+  mail_outbox: MailOutboxTable;
 }
 
 export type Dialect = 'sqlite' | 'postgres';
