@@ -1,4 +1,5 @@
 import type { AppContext } from './context.ts';
+import { createMailSender } from './mail/sender.ts';
 
 /** A background loop that can be stopped: stop() finishes in-flight work and resolves. */
 export interface Worker {
@@ -10,8 +11,8 @@ export interface Worker {
  * Starts the background work of `ads serve` (and alone, of `ads worker`): outgoing mail and webhook
  * deliveries. Each worker owns its loop, timeouts and backoff.
  */
-export async function startWorkers(_ctx: AppContext): Promise<Worker[]> {
-  const workers: Worker[] = [];
+export async function startWorkers(ctx: AppContext): Promise<Worker[]> {
+  const workers: Worker[] = [createMailSender(ctx)];
   return workers;
 }
 
