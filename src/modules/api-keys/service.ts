@@ -1,4 +1,5 @@
 import type { AppContext } from '../../context.ts';
+import type { Db } from '../../db/types.ts';
 import { AppError, forbidden, notFound } from '../../http/errors.ts';
 import type { AuthContext } from '../../http/types.ts';
 import { newId } from '../../lib/ids.ts';
@@ -45,8 +46,9 @@ export async function issueKey(
   accountId: string,
   userId: string,
   input: { name?: string; scopes: readonly string[] },
+  db: Db = ctx.database.db,
 ) {
-  const user = await findUser(ctx.database.db, accountId, userId);
+  const user = await findUser(db, accountId, userId);
   if (!user) throw notFound('user', userId);
   const granted = effectiveScopes(input.scopes, user.role);
   if (granted.length !== new Set(input.scopes).size) {
@@ -64,7 +66,7 @@ export async function issueKey(
     created_at: isoNow(ctx.clock),
     revoked_at: null,
   };
-  await insertApiKey(ctx.database.db, row);
+  await insertApiKey(db, row);
   return { ...toApiKey(row), key };
 }
 

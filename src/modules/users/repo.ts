@@ -17,3 +17,68 @@ export async function findUser(db: Db, accountId: string, userId: string): Promi
 export async function findUserForOperator(db: Db, userId: string): Promise<UsersTable | undefined> {
   return db.selectFrom('users').selectAll().where('id', '=', userId).executeTakeFirst();
 }
+
+/** Members of an account, oldest first (ties by id), with the account's total. */
+export async function listUsers(db: Db, accountId: string, page: { limit: number; offset: number }) {
+  const [rows, count] = await Promise.all([
+    db
+      .selectFrom('users')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .orderBy('created_at', 'asc')
+      .orderBy('id', 'asc')
+      .limit(page.limit)
+      .offset(page.offset)
+      .execute(),
+    db
+      .selectFrom('users')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('account_id', '=', accountId)
+      .executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(count.n) };
+}
+
+/**
+ * Serialises changes to an account's admins: on PostgreSQL a row lock on the account, held to the
+ * end of the transaction (SQLite already runs one writer at a time).
+ */
+export async function lockAccountAdmins(db: Db, accountId: string, dialect: string): Promise<void> {
+  if (dialect !== 'postgres') return;
+  await db.selectFrom('accounts').select('id').where('id', '=', accountId).forUpdate().execute();
+}
+
+/** Active admins of an account, excluding one user. */
+export async function countOtherActiveAdmins(
+  db: Db,
+  accountId: string,
+  exceptUserId: string,
+): Promise<number> {
+  const row = await db
+    .selectFrom('users')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('account_id', '=', accountId)
+    .where('role', '=', 'admin')
+    .where('status', '=', 'active')
+    .where('id', '!=', exceptUserId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+export async function updateUser(
+  db: Db,
+  accountId: string,
+  userId: string,
+  patch: Partial<Pick<UsersTable, 'role' | 'status' | 'updated_at'>>,
+): Promise<void> {
+  await db
+    .updateTable('users')
+    .set(patch)
+    .where('account_id', '=', accountId)
+    .where('id', '=', userId)
+    .execute();
+}
+
+export async function deleteUser(db: Db, accountId: string, userId: string): Promise<void> {
+  await db.deleteFrom('users').where('account_id', '=', accountId).where('id', '=', userId).execute();
+}

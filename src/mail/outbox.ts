@@ -1,0 +1,102 @@
+import { sql } from 'kysely';
+import type { Db, Dialect, MailOutboxTable } from '../db/types.ts';
+import { newId } from '../lib/ids.ts';
+import type { SecretBox } from '../lib/secret-box.ts';
+
+export interface OutgoingMail {
+  to: string;
+  subject: string;
+  text: string;
+  html: string;
+}
+
+/** Queues a message inside the caller's transaction; its body is sealed because it holds a token. */
+export async function enqueueMail(
+  db: Db,
+  box: SecretBox,
+  accountId: string,
+  mail: OutgoingMail,
+  now: string,
+) {
+  const id = newId('mail');
+  await db
+    .insertInto('mail_outbox')
+    .values({
+      account_id: accountId,
+      id,
+      to_address: mail.to,
+      sealed_message: box.seal(JSON.stringify(mail)),
+      status: 'pending',
+      attempts: 0,
+      next_attempt_at: now,
+      locked_until: null,
+      last_error: null,
+      created_at: now,
+      sent_at: null,
+    })
+    .execute();
+  return id;
+}
+
+/**
+ * Claims up to `limit` due messages for `leaseMs`: a crashed sender's claim simply expires. On
+ * PostgreSQL, SKIP LOCKED lets several processes claim disjoint batches at once.
+ */
+export async function claimDueMail(
+  db: Db,
+  dialect: Dialect,
+  now: string,
+  leaseUntil: string,
+  limit: number,
+): Promise<MailOutboxTable[]> {
+  const lock = dialect === 'postgres' ? sql`for update skip locked` : sql``;
+  const nowValue = dialect === 'postgres' ? sql`${now}::timestamptz` : sql`${now}`;
+  const result = await sql<MailOutboxTable>`
+    update mail_outbox set locked_until = ${leaseUntil}
+    where (account_id, id) in (
+      select account_id, id from mail_outbox
+      where status = 'pending' and next_attempt_at <= ${nowValue}
+        and (locked_until is null or locked_until < ${nowValue})
+      order by next_attempt_at
+      limit ${limit}
+      ${lock}
+    )
+    returning *`.execute(db);
+  return result.rows;
+}
+
+/** Marks a message sent and wipes its sealed body: the token must not outlive its delivery. */
+export async function markMailSent(db: Db, row: MailOutboxTable, now: string) {
+  await db
+    .updateTable('mail_outbox')
+    .set({
+      status: 'sent',
+      sent_at: now,
+      sealed_message: null,
+      locked_until: null,
+      attempts: row.attempts + 1,
+    })
+    .where('account_id', '=', row.account_id)
+    .where('id', '=', row.id)
+    .execute();
+}
+
+/** Records a failed attempt and schedules the next one (or gives up after the last). */
+export async function markMailFailed(
+  db: Db,
+  row: MailOutboxTable,
+  error: string,
+  nextAttemptAt: string | null,
+): Promise<void> {
+  await db
+    .updateTable('mail_outbox')
+    .set({
+      attempts: row.attempts + 1,
+      last_error: error.slice(0, 500),
+      locked_until: null,
+      ...(nextAttemptAt ? { next_attempt_at: nextAttemptAt } : { status: 'failed', sealed_message: null }),
+    })
+    .where('account_id', '=', row.account_id)
+    .where('id', '=', row.id)
+    .execute();
+}

@@ -1,0 +1,179 @@
+import { randomBytes } from 'node:crypto';
+import type { AppContext } from '../../context.ts';
+import { isUniqueViolation } from '../../db/database.ts';
+import type { Db, UsersTable } from '../../db/types.ts';
+import { recordEvent } from '../../events/outbox.ts';
+import { AppError, notFound } from '../../http/errors.ts';
+import { newId } from '../../lib/ids.ts';
+import { secretBoxFor } from '../../lib/secrets.ts';
+import { isoNow } from '../../lib/time.ts';
+import { renderInvitationEmail } from '../../mail/invitation-email.ts';
+import { enqueueMail } from '../../mail/outbox.ts';
+import { findAccount } from '../accounts/repo.ts';
+import { ROLE_SCOPES, type Role } from '../api-keys/scopes.ts';
+import { issueKey } from '../api-keys/service.ts';
+import { hashSecret } from '../api-keys/tokens.ts';
+import { consumeInvitation, expireInvitations, insertInvitation } from './invitations-repo.ts';
+import {
+  countOtherActiveAdmins,
+  deleteUser,
+  findUser,
+  insertUser,
+  listUsers,
+  lockAccountAdmins,
+  updateUser,
+} from './repo.ts';
+
+const INVITATION_TTL_MS = 7 * 24 * 3600 * 1000;
+
+/** Row -> API shape. */
+export function toUser(row: UsersTable) {
+  return {
+    id: row.id,
+    email: row.email,
+    role: row.role as Role,
+    status: row.status as 'invited' | 'active',
+    created_at: row.created_at,
+  };
+}
+
+const eventData = (row: UsersTable) => ({ id: row.id, email: row.email, role: row.role, status: row.status });
+
+export async function listMembers(
+  ctx: AppContext,
+  accountId: string,
+  page: { limit: number; offset: number },
+) {
+  const { rows, total } = await listUsers(ctx.database.db, accountId, page);
+  return { users: rows.map(toUser), total };
+}
+
+/** Creates a fresh one-time token for a user and queues the invitation email, in the caller's transaction. */
+async function issueInvitation(ctx: AppContext, trx: Db, user: UsersTable, now: string) {
+  const token = `adsinv_${randomBytes(32).toString('base64url')}`;
+  const expiresAt = new Date(Date.parse(now) + INVITATION_TTL_MS).toISOString();
+  await expireInvitations(trx, user.account_id, user.id, now);
+  await insertInvitation(trx, {
+    account_id: user.account_id,
+    id: newId('invitation'),
+    user_id: user.id,
+    token_hash: hashSecret(token),
+    expires_at: expiresAt,
+    used_at: null,
+    created_at: now,
+  });
+  const account = await findAccount(trx, user.account_id);
+  const acceptUrl = `${ctx.config.publicUrl}/v1/invitations/accept?token=${encodeURIComponent(token)}`;
+  const message = renderInvitationEmail({
+    accountName: account?.name ?? user.account_id,
+    role: user.role as Role,
+    email: user.email,
+    token,
+    acceptUrl,
+    expiresAt,
+  });
+  await enqueueMail(trx, secretBoxFor(ctx.config), user.account_id, { to: user.email, ...message }, now);
+}
+
+/** Invites a member: user `invited`, `user.created`, invitation email queued, all in one transaction. */
+export async function inviteMember(ctx: AppContext, accountId: string, input: { email: string; role: Role }) {
+  const now = isoNow(ctx.clock);
+  const row: UsersTable = {
+    account_id: accountId,
+    id: newId('user'),
+    email: input.email,
+    email_lower: input.email.toLowerCase(),
+    role: input.role,
+    status: 'invited',
+    created_at: now,
+    updated_at: now,
+  };
+  try {
+    await ctx.database.db.transaction().execute(async (trx) => {
+      await insertUser(trx, row);
+      await issueInvitation(ctx, trx, row, now);
+      await recordEvent(trx, accountId, 'user.created', eventData(row), now);
+    });
+  } catch (err) {
+    if (isUniqueViolation(err)) {
+      throw new AppError('email_taken', `${input.email} already belongs to a member of this account.`);
+    }
+    throw err;
+  }
+  return toUser(row);
+}
+
+/** Fails with 409 last_admin when `user` is the account's last active admin. */
+async function guardLastAdmin(trx: Db, user: UsersTable, action: string) {
+  if (user.role !== 'admin' || user.status !== 'active') return;
+  if ((await countOtherActiveAdmins(trx, user.account_id, user.id)) === 0) {
+    throw new AppError('last_admin', `Cannot ${action} the account's last active admin.`);
+  }
+}
+
+/** Changes a member's role; a demotion bites on that user's very next request. */
+export async function changeRole(ctx: AppContext, accountId: string, userId: string, role: Role) {
+  const { db, dialect } = ctx.database;
+  return db.transaction().execute(async (trx) => {
+    await lockAccountAdmins(trx, accountId, dialect);
+    const user = await findUser(trx, accountId, userId);
+    if (!user) throw notFound('user', userId);
+    if (user.role === role) return toUser(user);
+    if (role !== 'admin') await guardLastAdmin(trx, user, 'demote');
+    const now = isoNow(ctx.clock);
+    await updateUser(trx, accountId, userId, { role, updated_at: now });
+    const next = { ...user, role, updated_at: now };
+    await recordEvent(trx, accountId, 'user.updated', { ...eventData(next), changed: ['role'] }, now);
+    return toUser(next);
+  });
+}
+
+/** Removes a member or cancels an invitation; their keys and invitations go with them. */
+export async function removeMember(ctx: AppContext, accountId: string, userId: string) {
+  const { db, dialect } = ctx.database;
+  await db.transaction().execute(async (trx) => {
+    await lockAccountAdmins(trx, accountId, dialect);
+    const user = await findUser(trx, accountId, userId);
+    if (!user) throw notFound('user', userId);
+    await guardLastAdmin(trx, user, 'remove');
+    await deleteUser(trx, accountId, userId);
+    await recordEvent(trx, accountId, 'user.deleted', eventData(user), isoNow(ctx.clock));
+  });
+}
+
+/** Sends a still-invited user a fresh token; earlier tokens stop working. */
+export async function resendInvitation(ctx: AppContext, accountId: string, userId: string) {
+  return ctx.database.db.transaction().execute(async (trx) => {
+    const user = await findUser(trx, accountId, userId);
+    if (!user) throw notFound('user', userId);
+    if (user.status !== 'invited') {
+      throw new AppError('invalid_request', `User ${userId} has already accepted their invitation.`);
+    }
+    await issueInvitation(ctx, trx, user, isoNow(ctx.clock));
+    return toUser(user);
+  });
+}
+
+/** Accepts an invitation: the user becomes active and gets a first key with every scope of their role. */
+export async function acceptInvitation(ctx: AppContext, token: string) {
+  const now = isoNow(ctx.clock);
+  const invalid = () =>
+    new AppError('invalid_token', 'The invitation token is unknown, already used or expired.');
+  if (!/^adsinv_[A-Za-z0-9_-]{43}$/.test(token)) throw invalid();
+  return ctx.database.db.transaction().execute(async (trx) => {
+    const inv = await consumeInvitation(trx, hashSecret(token), now);
+    if (!inv) throw invalid();
+    const user = await findUser(trx, inv.account_id, inv.user_id);
+    if (!user || user.status !== 'invited') throw invalid();
+    await updateUser(trx, user.account_id, user.id, { status: 'active', updated_at: now });
+    const key = await issueKey(
+      ctx,
+      user.account_id,
+      user.id,
+      { name: 'first key (invitation)', scopes: ROLE_SCOPES[user.role as Role] },
+      trx,
+    );
+    const active = { ...user, status: 'active', updated_at: now };
+    return { user: toUser(active), api_key: { id: key.id, key: key.key, scopes: key.scopes } };
+  });
+}

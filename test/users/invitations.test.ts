@@ -1,0 +1,176 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, it } from 'node:test';
+import { createMailer } from '../../src/mail/mailer.ts';
+import { createMailSender } from '../../src/mail/sender.ts';
+import { describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
+import { partOf, startSmtpServer, type TestSmtpServer } from '../helpers/smtp-server.ts';
+
+const tokenIn = (raw: string) => {
+  const m = /adsinv_[A-Za-z0-9_-]{43}/.exec(partOf(raw, 'text/plain'));
+  assert.ok(m, 'the text part carries the token');
+  return m[0];
+};
+
+describeEachDatabase('invitations: email over SMTP, acceptance, re-sending', (h) => {
+  let acc: TestAccount;
+  let smtp: TestSmtpServer;
+  let sender: ReturnType<typeof createMailSender>;
+  before(async () => {
+    acc = await h.account();
+    smtp = await startSmtpServer();
+    const mailer = createMailer({
+      smtpUrl: smtp.url,
+      outboxDir: path.join(h.config.dataDir, 'outbox'),
+      from: h.config.mailFrom,
+      timeoutMs: 2000,
+    });
+    // A fast schedule so a refused send is retried within the test.
+    sender = createMailSender(h.ctx, { mailer, pollMs: 50, backoffMs: 100, maxBackoffMs: 200 });
+  });
+  after(async () => {
+    await sender.stop();
+    await smtp.close();
+  });
+
+  const invite = async (email: string, role = 'member') => {
+    const res = await h.request('POST', '/v1/users', { key: acc.adminKey, body: { email, role } });
+    assert.equal(res.status, 201);
+    return res.body.data as { id: string };
+  };
+
+  it('mails a multipart invitation naming account and role; the token in it is accepted once', async () => {
+    const user = await invite('bob@example.com', 'admin');
+    const [msg] = await smtp.waitFor(1, 5000);
+    assert.ok(msg);
+    assert.deepEqual(msg.rcptTo, ['bob@example.com']);
+    const text = partOf(msg.raw, 'text/plain');
+    const html = partOf(msg.raw, 'text/html');
+    assert.match(text, /admin/);
+    assert.match(html, /<html|<p|<div/i);
+    const token = tokenIn(msg.raw);
+    assert.ok(
+      text.includes(`${h.config.publicUrl}/v1/invitations/accept?token=${token}`),
+      'link from ADS_PUBLIC_URL',
+    );
+
+    const accepted = await h.request('POST', '/v1/invitations/accept', { body: { token } });
+    assert.equal(accepted.status, 200);
+    assert.equal(accepted.body.data.user.id, user.id);
+    assert.equal(accepted.body.data.user.status, 'active');
+    assert.deepEqual(accepted.body.data.api_key.scopes, ['read', 'write', 'admin']);
+    const key = accepted.body.data.api_key.key as string;
+    assert.equal((await h.request('GET', '/v1/users', { key })).status, 200, 'the returned key works');
+
+    const again = await h.request('POST', '/v1/invitations/accept', { body: { token } });
+    assert.equal(again.status, 400);
+    assert.equal(again.body.error.code, 'invalid_token');
+  });
+
+  it('stores tokens only as hashes and wipes the mail body once sent', async () => {
+    await invite('carol@example.com');
+    const msgs = await smtp.waitFor(2, 5000);
+    const token = tokenIn(msgs[1]!.raw);
+    const invitations = await h.database.db.selectFrom('invitations').selectAll().execute();
+    assert.ok(invitations.every((i) => !JSON.stringify(i).includes(token)));
+    const deadline = Date.now() + 5000;
+    let sent = await h.database.db
+      .selectFrom('mail_outbox')
+      .selectAll()
+      .where('to_address', '=', 'carol@example.com')
+      .executeTakeFirst();
+    while (sent?.status !== 'sent' && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 20));
+      sent = await h.database.db
+        .selectFrom('mail_outbox')
+        .selectAll()
+        .where('to_address', '=', 'carol@example.com')
+        .executeTakeFirst();
+    }
+    assert.equal(sent?.status, 'sent');
+    assert.equal(sent?.sealed_message, null);
+  });
+
+  it('refuses unknown, malformed and expired tokens with 400 invalid_token', async () => {
+    for (const token of ['nope', `adsinv_${'A'.repeat(43)}`]) {
+      const res = await h.request('POST', '/v1/invitations/accept', { body: { token } });
+      assert.equal(res.status, 400);
+      assert.equal(res.body.error.code, 'invalid_token');
+    }
+    h.clock.now = Date.now() - 8 * 24 * 3600 * 1000; // invited eight days ago
+    await invite('late@example.com');
+    h.clock.now = null;
+    const msgs = await smtp.waitFor(3, 5000);
+    const token = tokenIn(msgs[2]!.raw);
+    const res = await h.request('POST', '/v1/invitations/accept', { body: { token } });
+    assert.equal(res.status, 400);
+    assert.equal(res.body.error.code, 'invalid_token');
+  });
+
+  it('re-sends a fresh token; the old one stops working; an active user cannot be re-invited', async () => {
+    const user = await invite('dave@example.com');
+    const first = tokenIn((await smtp.waitFor(4, 5000))[3]!.raw);
+    const resend = await h.request('POST', `/v1/users/${user.id}/invitation`, { key: acc.adminKey });
+    assert.equal(resend.status, 200);
+    const second = tokenIn((await smtp.waitFor(5, 5000))[4]!.raw);
+    assert.notEqual(first, second);
+    assert.equal((await h.request('POST', '/v1/invitations/accept', { body: { token: first } })).status, 400);
+    assert.equal(
+      (await h.request('POST', '/v1/invitations/accept', { body: { token: second } })).status,
+      200,
+    );
+    const again = await h.request('POST', `/v1/users/${user.id}/invitation`, { key: acc.adminKey });
+    assert.equal(again.status, 400);
+  });
+
+  it('keeps the invitation through an SMTP outage and delivers it when the server recovers', async () => {
+    smtp.setReject(true);
+    const before = smtp.messages.length;
+    await invite('erin@example.com');
+    const deadline = Date.now() + 5000;
+    let row = await h.database.db
+      .selectFrom('mail_outbox')
+      .selectAll()
+      .where('to_address', '=', 'erin@example.com')
+      .executeTakeFirst();
+    while ((row?.attempts ?? 0) < 2 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 20));
+      row = await h.database.db
+        .selectFrom('mail_outbox')
+        .selectAll()
+        .where('to_address', '=', 'erin@example.com')
+        .executeTakeFirst();
+    }
+    assert.ok((row?.attempts ?? 0) >= 2, 'retried while refused');
+    assert.equal(row?.status, 'pending');
+    assert.equal(smtp.messages.length, before);
+    smtp.setReject(false);
+    const msgs = await smtp.waitFor(before + 1, 5000);
+    const token = tokenIn(msgs[before]!.raw);
+    assert.equal((await h.request('POST', '/v1/invitations/accept', { body: { token } })).status, 200);
+  });
+
+  it('writes the invitation as an .eml file in the outbox folder when no SMTP server is configured', async () => {
+    const fileSender = createMailSender(h.ctx, { pollMs: 50 });
+    try {
+      await sender.stop();
+      await invite('frank@example.com');
+      const dir = path.join(h.config.dataDir, 'outbox');
+      const deadline = Date.now() + 5000;
+      let files: string[] = [];
+      while (Date.now() < deadline) {
+        files = fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => f.endsWith('.eml')) : [];
+        if (files.length) break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      assert.equal(files.length, 1);
+      const raw = fs.readFileSync(path.join(dir, files[0]!), 'utf8');
+      assert.match(raw, /frank@example.com/);
+      tokenIn(raw);
+    } finally {
+      await fileSender.stop();
+      sender = createMailSender(h.ctx, { pollMs: 50 });
+    }
+  });
+});
