@@ -1,0 +1,106 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, describe, it } from 'node:test';
+import { runAds, startServe } from '../helpers/process.ts';
+
+describe('ads command line', () => {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ads-cli-'));
+  const env = { ADS_DATA_DIR: dataDir };
+  after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+
+  it('migrates, then says the schema is up to date', () => {
+    const first = runAds(['migrate'], env);
+    assert.equal(first.code, 0, first.stderr);
+    assert.match(first.stdout, /Applied: 0001-initial/);
+    const second = runAds(['migrate'], env);
+    assert.match(second.stdout, /up to date/);
+  });
+
+  let created: {
+    account: { id: string; plan: string };
+    admin: { id: string };
+    api_key: { key: string; scopes: string[] };
+  };
+  it('creates an account with --json: one JSON object on stdout, the key included once', () => {
+    const res = runAds(
+      ['accounts', 'create', '--name', 'Acme', '--admin-email', 'ops@acme.test', '--plan', 'pro', '--json'],
+      env,
+    );
+    assert.equal(res.code, 0, res.stderr);
+    const lines = res.stdout.trim().split('\n');
+    assert.equal(lines.length, 1);
+    created = JSON.parse(lines[0]!);
+    assert.match(created.account.id, /^acc_/);
+    assert.equal(created.account.plan, 'pro');
+    assert.match(created.api_key.key, /^ads_/);
+    assert.deepEqual(created.api_key.scopes, ['read', 'write', 'admin']);
+  });
+
+  it('creates a key for a user with chosen scopes, and refuses scopes the role cannot hold', () => {
+    const res = runAds(
+      ['keys', 'create', '--user', created.admin.id, '--scopes', 'read', '--name', 'ci', '--json'],
+      env,
+    );
+    assert.equal(res.code, 0, res.stderr);
+    const key = JSON.parse(res.stdout);
+    assert.deepEqual(key.scopes, ['read']);
+    assert.equal(key.name, 'ci');
+    assert.match(key.key, /^ads_/);
+    const bad = runAds(['keys', 'create', '--user', created.admin.id, '--scopes', 'read,root'], env);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /unknown: root/);
+    const nobody = runAds(
+      ['keys', 'create', '--user', 'usr_01JD4Z5T8N3QK9W2V7R6M1B0XC', '--scopes', 'read'],
+      env,
+    );
+    assert.equal(nobody.code, 1);
+  });
+
+  it('changes a plan, and refuses an unknown plan or account', () => {
+    assert.equal(runAds(['accounts', 'set-plan', created.account.id, 'enterprise'], env).code, 0);
+    assert.equal(runAds(['accounts', 'set-plan', created.account.id, 'gold'], env).code, 2);
+    assert.equal(runAds(['accounts', 'set-plan', 'acc_01JD4Z5T8N3QK9W2V7R6M1B0XC', 'free'], env).code, 1);
+  });
+
+  it('stops at start-up on a bad setting with one line naming the variable', () => {
+    const res = runAds(['migrate'], { ...env, ADS_PORT: 'eighty' });
+    assert.equal(res.code, 2);
+    const lines = res.stderr.trim().split('\n');
+    assert.equal(lines.length, 1);
+    assert.match(lines[0]!, /ADS_PORT/);
+  });
+
+  it('rejects an unknown command with usage and exit 2', () => {
+    const res = runAds(['frobnicate'], env);
+    assert.equal(res.code, 2);
+    assert.match(res.stderr, /Usage: ads/);
+  });
+
+  it('serve: HTTPS with a generated certificate, a ready key on an empty database, SIGTERM exits 0', async () => {
+    const fresh = fs.mkdtempSync(path.join(os.tmpdir(), 'ads-serve-'));
+    try {
+      const server = await startServe({ ADS_DATA_DIR: fresh });
+      assert.match(server.url, /^https:\/\/127\.0\.0\.1:\d+$/);
+      assert.ok(fs.existsSync(path.join(fresh, 'tls/cert.pem')));
+      assert.ok(fs.existsSync(path.join(fresh, 'ads.sqlite')));
+      const key = /Admin API key \(shown once, keep it safe\): (ads_\S+)/.exec(server.stdout())?.[1];
+      assert.ok(key, server.stdout());
+      const created = await server.fetch('POST', '/v1/data', { key, body: { title: 'hello', type: 'note' } });
+      assert.equal(created.status, 201);
+      const listed = await server.fetch('GET', '/v1/data', { key });
+      assert.equal(listed.body.data.total, 1);
+      assert.equal((await server.fetch('GET', '/healthz')).status, 200);
+      assert.equal((await server.fetch('GET', '/readyz')).status, 200);
+      assert.equal(await server.stop('SIGTERM'), 0);
+      assert.ok(!server.stderr().includes(key), 'the key never reaches the logs');
+      // A second start on the same database creates no new account and prints no key.
+      const again = await startServe({ ADS_DATA_DIR: fresh });
+      assert.doesNotMatch(again.stdout(), /Admin API key/);
+      assert.equal(await again.stop('SIGTERM'), 0);
+    } finally {
+      fs.rmSync(fresh, { recursive: true, force: true });
+    }
+  });
+});

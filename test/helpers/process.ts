@@ -1,0 +1,92 @@
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Agent, request } from 'undici';
+
+const BIN = path.resolve(import.meta.dirname, '../../bin/ads.js');
+
+/** Runs `ads <args>` to completion with the given ADS_* settings. */
+export function runAds(args: string[], env: Record<string, string>) {
+  const res = spawnSync(process.execPath, [BIN, ...args], {
+    env: { ...process.env, ADS_LOG_LEVEL: 'warn', ...env },
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  return { code: res.status, stdout: res.stdout, stderr: res.stderr };
+}
+
+export interface ServeProcess {
+  child: ChildProcess;
+  url: string;
+  stdout: () => string;
+  stderr: () => string;
+  /** An HTTPS client trusting this server's certificate. */
+  fetch(
+    method: string,
+    pathAndQuery: string,
+    opts?: { key?: string; body?: unknown },
+  ): Promise<{ status: number; body: any; headers: Record<string, unknown> }>;
+  exited: Promise<number | null>;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Starts `ads serve` on a free port and resolves once it logs that it is listening. */
+export async function startServe(env: Record<string, string>, timeoutMs = 30_000): Promise<ServeProcess> {
+  const child = spawn(process.execPath, [BIN, 'serve'], {
+    env: { ...process.env, ADS_PORT: '0', ADS_LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout?.on('data', (d) => {
+    out += d;
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`serve did not start:\n${err}`)), timeoutMs);
+    child.stderr?.on('data', (d) => {
+      err += d;
+      const m = /"url":"(https?:\/\/[^"]+)\/v1","database"/.exec(err);
+      if (m?.[1]) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    });
+    exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`serve exited with ${code}:\n${err}`));
+    });
+  });
+  const dataDir = env.ADS_DATA_DIR;
+  const ca =
+    dataDir && fs.existsSync(path.join(dataDir, 'tls/cert.pem'))
+      ? fs.readFileSync(path.join(dataDir, 'tls/cert.pem'))
+      : undefined;
+  const dispatcher = new Agent({ connect: { ca, servername: 'localhost' } });
+  return {
+    child,
+    url,
+    stdout: () => out,
+    stderr: () => err,
+    exited,
+    fetch: async (method, pathAndQuery, opts = {}) => {
+      const headers: Record<string, string> = {};
+      if (opts.key) headers.authorization = `Bearer ${opts.key}`;
+      if (opts.body !== undefined) headers['content-type'] = 'application/json';
+      const res = await request(`${url}${pathAndQuery}`, {
+        method: method as 'GET',
+        headers,
+        body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+        dispatcher,
+      });
+      const text = await res.body.text();
+      return { status: res.statusCode, body: text ? JSON.parse(text) : null, headers: res.headers };
+    },
+    stop: async (signal = 'SIGTERM') => {
+      if (child.exitCode === null) child.kill(signal);
+      const code = await exited;
+      await dispatcher.close();
+      return code;
+    },
+  };
+}
