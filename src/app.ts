@@ -32,7 +32,8 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     genReqId: () => newId('request'),
     requestIdHeader: false,
     bodyLimit: config.bodyLimit,
-    trustProxy: config.trustProxy,
+    // Trust exactly one hop: the proxy's own X-Forwarded-* entry, never what the client put before it.
+    trustProxy: config.trustProxy ? (_address: string, hop: number) => hop < 1 : false,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     routerOptions: { maxParamLength: 200 },

@@ -10,9 +10,10 @@ const OPEN_PATHS = new Set(['/healthz', '/readyz']);
 export function installHttpsGuard(app: FastifyInstance) {
   app.addHook('onRequest', async (request) => {
     if (OPEN_PATHS.has(request.url.split('?')[0] ?? '')) return;
-    const proto = request.headers['x-forwarded-proto'];
-    const first = (Array.isArray(proto) ? proto[0] : proto)?.split(',')[0]?.trim().toLowerCase();
-    if (first !== 'https') {
+    // The nearest proxy's entry is the last one; earlier ones may come from the client.
+    const header = request.headers['x-forwarded-proto'];
+    const joined = Array.isArray(header) ? header.join(',') : (header ?? '');
+    if (joined.split(',').at(-1)?.trim().toLowerCase() !== 'https') {
       throw new AppError('https_required', 'HTTPS is required: this request did not arrive over HTTPS.');
     }
   });

@@ -23,7 +23,43 @@ function makeAjv(coerce: boolean) {
 export function createValidatorCompiler(): FastifySchemaCompiler<FastifySchema> {
   const strict = makeAjv(false);
   const coercing = makeAjv(true);
-  return ({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema as object);
+  return ({ schema, httpPart }) => {
+    if (httpPart === 'body') return strict.compile(schema as object);
+    const validate = coercing.compile(schema as object);
+    const integers = httpPart === 'querystring' ? integerProperties(schema) : [];
+    if (integers.length === 0) return validate;
+    // Ajv coerces anything Number() accepts ("1e1", "0x10", " 5"); decisions §2 wants plain digits.
+    const strictIntegers = (data: Record<string, unknown>) => {
+      for (const name of integers) {
+        const raw = data?.[name];
+        const values = Array.isArray(raw) ? raw : [raw];
+        if (values.some((v) => typeof v === 'string' && !/^-?[0-9]+$/.test(v))) {
+          strictIntegers.errors = [
+            {
+              instancePath: `/${name}`,
+              schemaPath: '#/type',
+              keyword: 'type',
+              params: { type: 'integer' },
+              message: 'must be an integer written in decimal digits',
+            },
+          ];
+          return false;
+        }
+      }
+      const valid = validate(data);
+      strictIntegers.errors = validate.errors;
+      return valid;
+    };
+    strictIntegers.errors = null as ErrorObject[] | null | undefined;
+    return strictIntegers;
+  };
+}
+
+function integerProperties(schema: unknown): string[] {
+  const props = (schema as { properties?: Record<string, { type?: unknown }> }).properties ?? {};
+  return Object.entries(props)
+    .filter(([, s]) => s.type === 'integer')
+    .map(([name]) => name);
 }
 
 const MAX_DETAILS = 20;
