@@ -25,6 +25,7 @@ export interface ServeProcess {
     method: string,
     pathAndQuery: string,
     opts?: { key?: string; body?: unknown },
+    // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON bodies.
   ): Promise<{ status: number; body: any; headers: Record<string, unknown> }>;
   exited: Promise<number | null>;
   stop(signal?: NodeJS.Signals): Promise<number | null>;

@@ -24,8 +24,17 @@ export async function up(db: Kysely<unknown>, dialect: Dialect): Promise<void> {
     )
     .execute();
   // Like API keys, a token arrives without its account: a global unique index on its hash.
-  await db.schema.createIndex('invitations_token_uq').on('invitations').column('token_hash').unique().execute();
-  await db.schema.createIndex('invitations_user_idx').on('invitations').columns(['account_id', 'user_id']).execute();
+  await db.schema
+    .createIndex('invitations_token_uq')
+    .on('invitations')
+    .column('token_hash')
+    .unique()
+    .execute();
+  await db.schema
+    .createIndex('invitations_user_idx')
+    .on('invitations')
+    .columns(['account_id', 'user_id'])
+    .execute();
 
   await db.schema
     .createTable('mail_outbox')
@@ -43,5 +52,7 @@ export async function up(db: Kysely<unknown>, dialect: Dialect): Promise<void> {
     .addPrimaryKeyConstraint('mail_outbox_pk', ['account_id', 'id'])
     .execute();
   // The sender scans due mail across accounts; a partial index keeps that scan to pending rows.
-  await sql`create index mail_outbox_due_idx on mail_outbox (next_attempt_at) where status = 'pending'`.execute(db);
+  await sql`create index mail_outbox_due_idx on mail_outbox (next_attempt_at) where status = 'pending'`.execute(
+    db,
+  );
 }

@@ -164,7 +164,7 @@ export async function acceptInvitation(ctx: AppContext, token: string) {
     const inv = await consumeInvitation(trx, hashSecret(token), now);
     if (!inv) throw invalid();
     const user = await findUser(trx, inv.account_id, inv.user_id);
-    if (!user || user.status !== 'invited') throw invalid();
+    if (user?.status !== 'invited') throw invalid();
     await updateUser(trx, user.account_id, user.id, { status: 'active', updated_at: now });
     const key = await issueKey(
       ctx,
