@@ -5,6 +5,7 @@ import { installAuth, installScopeCheck } from './http/auth.ts';
 import { installErrorHandling } from './http/error-handler.ts';
 import { healthRoutes } from './http/health.ts';
 import { installHttpsGuard, installSecurityHeaders } from './http/https-guard.ts';
+import { installOpenApi } from './http/openapi.ts';
 import { installRateLimit } from './http/rate-limit.ts';
 import { ErrorBody } from './http/schemas.ts';
 import './http/types.ts';
@@ -61,6 +62,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     );
   });
 
+  await installOpenApi(app);
   await app.register(healthRoutes);
   await app.register(
     async (v1) => {
