@@ -5,6 +5,7 @@ import { installAuth, installScopeCheck } from './http/auth.ts';
 import { installErrorHandling } from './http/error-handler.ts';
 import { healthRoutes } from './http/health.ts';
 import { installHttpsGuard, installSecurityHeaders } from './http/https-guard.ts';
+import { installIdempotency } from './http/idempotency.ts';
 import { installOpenApi } from './http/openapi.ts';
 import { installRateLimit } from './http/rate-limit.ts';
 import { ErrorBody } from './http/schemas.ts';
@@ -69,6 +70,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
       installAuth(v1);
       installRateLimit(v1);
       installScopeCheck(v1);
+      installIdempotency(v1);
       await v1.register(accountRoutes);
       await v1.register(dataRoutes);
       await v1.register(apiKeyRoutes);

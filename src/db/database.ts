@@ -4,6 +4,7 @@ import * as m0001 from './migrations/0001-initial.ts';
 import * as m0002 from './migrations/0002-search.ts';
 import * as m0003 from './migrations/0003-members.ts';
 import * as m0004 from './migrations/0004-webhooks.ts';
+import * as m0005 from './migrations/0005-idempotency.ts';
 import { openPostgres } from './postgres.ts';
 import { openSqlite } from './sqlite.ts';
 import type { DB, Dialect } from './types.ts';
@@ -35,6 +36,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0002-search': m0002,
   '0003-members': m0003,
   '0004-webhooks': m0004,
+  '0005-idempotency': m0005,
 };
 
 class StaticProvider implements MigrationProvider {

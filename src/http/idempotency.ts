@@ -1,0 +1,110 @@
+import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { secretBoxFor } from '../lib/secrets.ts';
+import { AppError } from './errors.ts';
+import {
+  claimIdempotencyKey,
+  completeIdempotencyKey,
+  findIdempotencyKey,
+  releaseIdempotencyKey,
+} from './idempotency-repo.ts';
+
+const TTL_MS = 24 * 3600 * 1000;
+const WAIT_MS = 10_000;
+const KEY_RE = /^[\x21-\x7e]{1,255}$/;
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    idempotencyKey?: string;
+  }
+}
+
+const fingerprint = (request: FastifyRequest) =>
+  createHash('sha256')
+    .update(`${request.method} ${request.routeOptions.url}\n${JSON.stringify(request.body ?? null)}`)
+    .digest('hex');
+
+/**
+ * Stripe-style `Idempotency-Key` on every authenticated POST: the first response (success or 4xx)
+ * is stored sealed for 24 h and replayed with `Idempotent-Replayed: true`; the same key with another
+ * body is `409 idempotency_conflict`; a concurrent duplicate waits for the first run and replays it.
+ * A 5xx is not stored, so a retry runs again.
+ */
+export function installIdempotency(app: FastifyInstance) {
+  const { database, clock, config } = app.ctx;
+  const db = database.db;
+  const box = secretBoxFor(config);
+
+  app.addHook('preHandler', async (request, reply) => {
+    const header = request.headers['idempotency-key'];
+    if (request.method !== 'POST' || header === undefined || !request.auth) return;
+    const key = Array.isArray(header) ? header[0] : header;
+    if (!key || !KEY_RE.test(key)) {
+      throw new AppError('invalid_request', 'Idempotency-Key must be 1 to 255 visible ASCII characters.', {
+        details: [{ field: 'Idempotency-Key', message: 'must be 1 to 255 visible ASCII characters' }],
+      });
+    }
+    const accountId = request.auth.accountId;
+    const print = fingerprint(request);
+    const deadline = Date.now() + WAIT_MS;
+    for (;;) {
+      const now = clock();
+      const claimed = await claimIdempotencyKey(db, {
+        account_id: accountId,
+        key,
+        fingerprint: print,
+        status: 'running',
+        response_status: null,
+        sealed_response: null,
+        created_at: new Date(now).toISOString(),
+      });
+      if (claimed) {
+        request.idempotencyKey = key;
+        return;
+      }
+      const row = await findIdempotencyKey(db, accountId, key);
+      if (!row) continue;
+      if (Date.parse(row.created_at) < now - TTL_MS) {
+        await releaseIdempotencyKey(db, accountId, key);
+        continue;
+      }
+      if (row.fingerprint !== print) {
+        throw new AppError(
+          'idempotency_conflict',
+          'This Idempotency-Key was used with a different request; use a new key for a new request.',
+        );
+      }
+      if (row.status === 'done' && row.sealed_response !== null && row.response_status !== null) {
+        const stored = JSON.parse(box.open(row.sealed_response)) as { body: string; type?: string };
+        reply.code(row.response_status).header('idempotent-replayed', 'true');
+        if (stored.type) reply.type(stored.type);
+        return reply.send(stored.body === '' ? null : stored.body);
+      }
+      if (Date.now() > deadline) {
+        throw new AppError(
+          'idempotency_conflict',
+          'A request with this Idempotency-Key is still in progress.',
+        );
+      }
+      await sleep(25);
+    }
+  });
+
+  app.addHook('onSend', async (request, reply, payload) => {
+    const key = request.idempotencyKey;
+    if (!key) return payload;
+    request.idempotencyKey = undefined;
+    const accountId = request.auth.accountId;
+    if (reply.statusCode >= 500 || (payload !== null && typeof payload !== 'string')) {
+      await releaseIdempotencyKey(db, accountId, key);
+      return payload;
+    }
+    const type = reply.getHeader('content-type');
+    const sealed = box.seal(
+      JSON.stringify({ body: payload ?? '', type: typeof type === 'string' ? type : undefined }),
+    );
+    await completeIdempotencyKey(db, accountId, key, reply.statusCode, sealed);
+    return payload;
+  });
+}

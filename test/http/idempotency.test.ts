@@ -1,0 +1,128 @@
+import assert from 'node:assert/strict';
+import { before, it } from 'node:test';
+import { sql } from 'kysely';
+import { describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
+
+describeEachDatabase('Idempotency-Key on POST (Stripe semantics)', (h) => {
+  let acc: TestAccount;
+  before(async () => {
+    acc = await h.account('enterprise');
+  });
+
+  const count = async (accountId: string) =>
+    Number(
+      (
+        await h.database.db
+          .selectFrom('data_objects')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('account_id', '=', accountId)
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+
+  const post = (key: string, body: unknown, idem: string) =>
+    h.request('POST', '/v1/data', { key, body, headers: { 'idempotency-key': idem } });
+
+  it('replays the first response for the same key and body, creating one object', async () => {
+    const before = await count(acc.id);
+    const first = await post(acc.adminKey, { title: 'Once', type: 'note' }, 'key-1');
+    assert.equal(first.status, 201);
+    assert.equal(first.headers['idempotent-replayed'], undefined);
+    const second = await post(acc.adminKey, { title: 'Once', type: 'note' }, 'key-1');
+    assert.equal(second.status, 201);
+    assert.equal(second.headers['idempotent-replayed'], 'true');
+    assert.deepEqual(second.body.data, first.body.data);
+    assert.equal(await count(acc.id), before + 1);
+  });
+
+  it('answers the same key with a different body with 409 idempotency_conflict', async () => {
+    await post(acc.adminKey, { title: 'A', type: 'note' }, 'key-2');
+    const res = await post(acc.adminKey, { title: 'B', type: 'note' }, 'key-2');
+    assert.equal(res.status, 409);
+    assert.equal(res.body.error.code, 'idempotency_conflict');
+  });
+
+  it('runs concurrent duplicates once; every caller gets the same object', async () => {
+    const before = await count(acc.id);
+    const results = await Promise.all(
+      Array.from({ length: 5 }, () => post(acc.adminKey, { title: 'Race', type: 'note' }, 'key-3')),
+    );
+    assert.deepEqual(new Set(results.map((r) => r.status)), new Set([201]));
+    assert.equal(new Set(results.map((r) => r.body.data.id)).size, 1);
+    assert.equal(await count(acc.id), before + 1);
+    assert.equal(results.filter((r) => r.headers['idempotent-replayed'] === 'true').length, 4);
+  });
+
+  it('stores 4xx answers too, but not requests the schema refused', async () => {
+    const taken = await h.request('POST', '/v1/users', {
+      key: acc.adminKey,
+      body: { email: 'dup@example.com', role: 'member' },
+      headers: { 'idempotency-key': 'key-4a' },
+    });
+    assert.equal(taken.status, 201);
+    const conflict = await h.request('POST', '/v1/users', {
+      key: acc.adminKey,
+      body: { email: 'DUP@example.com', role: 'member' },
+      headers: { 'idempotency-key': 'key-4b' },
+    });
+    assert.equal(conflict.status, 409);
+    const replay = await h.request('POST', '/v1/users', {
+      key: acc.adminKey,
+      body: { email: 'DUP@example.com', role: 'member' },
+      headers: { 'idempotency-key': 'key-4b' },
+    });
+    assert.equal(replay.status, 409);
+    assert.equal(replay.headers['idempotent-replayed'], 'true');
+    const invalid = await post(acc.adminKey, { title: '' }, 'key-4c');
+    assert.equal(invalid.status, 400);
+    const fixed = await post(acc.adminKey, { title: 'Valid now', type: 'note' }, 'key-4c');
+    assert.equal(fixed.status, 201, 'a schema error is not stored; the key is still free');
+  });
+
+  it('forgets a key after 24 hours', async () => {
+    h.clock.now = Date.now() - 25 * 3600 * 1000;
+    const old = await post(acc.adminKey, { title: 'Old', type: 'note' }, 'key-5');
+    h.clock.now = null;
+    const fresh = await post(acc.adminKey, { title: 'Old', type: 'note' }, 'key-5');
+    assert.equal(fresh.status, 201);
+    assert.equal(fresh.headers['idempotent-replayed'], undefined);
+    assert.notEqual(fresh.body.data.id, old.body.data.id);
+  });
+
+  it('scopes keys to the account', async () => {
+    const other = await h.account('enterprise');
+    const mine = await post(acc.adminKey, { title: 'Shared key', type: 'note' }, 'key-6');
+    const theirs = await post(other.adminKey, { title: 'Shared key', type: 'note' }, 'key-6');
+    assert.equal(theirs.status, 201);
+    assert.equal(theirs.headers['idempotent-replayed'], undefined);
+    assert.notEqual(theirs.body.data.id, mine.body.data.id);
+  });
+
+  it('refuses a malformed key with 400 invalid_request', async () => {
+    for (const bad of ['', 'has space', 'x'.repeat(256)]) {
+      const res = await post(acc.adminKey, { title: 't', type: 'note' }, bad);
+      assert.equal(res.status, 400, JSON.stringify(bad));
+      assert.equal(res.body.error.code, 'invalid_request');
+    }
+  });
+
+  it('keeps a replayed API key secret at rest: the stored response is sealed', async () => {
+    const res = await h.request('POST', '/v1/api-keys', {
+      key: acc.adminKey,
+      body: { scopes: ['read'] },
+      headers: { 'idempotency-key': 'key-7' },
+    });
+    assert.equal(res.status, 201);
+    const again = await h.request('POST', '/v1/api-keys', {
+      key: acc.adminKey,
+      body: { scopes: ['read'] },
+      headers: { 'idempotency-key': 'key-7' },
+    });
+    assert.equal(again.body.data.key, res.body.data.key);
+    const rows = await sql<{ sealed_response: string }>`select sealed_response from idempotency_keys`.execute(
+      h.database.db,
+    );
+    assert.ok(rows.rows.length > 0);
+    assert.ok(rows.rows.every((r) => !r.sealed_response?.includes(res.body.data.key)));
+  });
+});
