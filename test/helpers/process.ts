@@ -43,11 +43,14 @@ export async function startServe(env: Record<string, string>, timeoutMs = 30_000
     out += d;
   });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  // Ready when stdout says where it serves (printed after listen, after any first-start key).
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`serve did not start:\n${err}`)), timeoutMs);
     child.stderr?.on('data', (d) => {
       err += d;
-      const m = /"url":"(https?:\/\/[^"]+)\/v1","database"/.exec(err);
+    });
+    child.stdout?.on('data', () => {
+      const m = /^Serving (https?:\/\/\S+)\/v1$/m.exec(out);
       if (m?.[1]) {
         clearTimeout(timer);
         resolve(m[1]);
