@@ -1,4 +1,5 @@
 import type { AppContext } from './context.ts';
+import { createDeliveryWorker } from './events/delivery-worker.ts';
 import { createMailSender } from './mail/sender.ts';
 
 /** A background loop that can be stopped: stop() finishes in-flight work and resolves. */
@@ -12,7 +13,9 @@ export interface Worker {
  * deliveries. Each worker owns its loop, timeouts and backoff.
  */
 export async function startWorkers(ctx: AppContext): Promise<Worker[]> {
-  const workers: Worker[] = [createMailSender(ctx)];
+  const deliveries = createDeliveryWorker(ctx);
+  await deliveries.ready; // LISTEN in place before the caller reports being up
+  const workers: Worker[] = [createMailSender(ctx), deliveries];
   return workers;
 }
 

@@ -5,11 +5,13 @@ import { createLogger } from '../lib/logger.ts';
 import { accountsCommand } from './accounts.ts';
 import { keysCommand } from './keys.ts';
 import { serveCommand } from './serve.ts';
+import { workerCommand } from './worker.ts';
 
 const USAGE = `Usage: ads <command>
 
 Commands:
   serve                                   Serve the API (HTTPS) and run the background workers
+  worker                                  Run the background workers (webhook deliveries, mail) alone
   migrate                                 Bring the database schema up to date
   accounts create --name N --admin-email E [--plan free|pro|enterprise] [--json]
   accounts set-plan ACCOUNT_ID PLAN
@@ -31,6 +33,9 @@ async function main(argv: string[]): Promise<number> {
   switch (command) {
     case 'serve':
       return serveCommand(config, logger);
+    case 'worker':
+      parseArgs({ args: rest, options: {} });
+      return workerCommand(config, logger);
     case 'migrate': {
       parseArgs({ args: rest, options: {} });
       const database = openDatabase(config.database);

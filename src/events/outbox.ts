@@ -1,5 +1,6 @@
 import type { Db } from '../db/types.ts';
 import { newId } from '../lib/ids.ts';
+import { announceDeliveries } from './notify.ts';
 
 /** Event names of spec Events and decisions §4/§7. */
 export const EVENT_NAMES = [
@@ -12,9 +13,16 @@ export const EVENT_NAMES = [
 ] as const;
 export type EventName = (typeof EVENT_NAMES)[number];
 
+/** True when a webhook subscribed to `subscribed` (a stored `events` list) receives `name`. */
+export function subscribes(subscribed: readonly string[], name: string): boolean {
+  return subscribed.includes('*') || subscribed.includes(name);
+}
+
 /**
  * Records an event inside the caller's transaction (transactional outbox): the event exists if and
- * only if the change it describes was committed.
+ * only if the change it describes was committed. In the same transaction it fans out one pending
+ * delivery per active webhook of the account that subscribed to the event, so a crash between the
+ * change and the delivery loses nothing.
  */
 export async function recordEvent(
   db: Db,
@@ -29,5 +37,31 @@ export async function recordEvent(
     .insertInto('events')
     .values({ account_id: accountId, id, name, payload, created_at: at })
     .execute();
+  const hooks = await db
+    .selectFrom('webhooks')
+    .select(['id', 'events'])
+    .where('account_id', '=', accountId)
+    .where('status', '=', 'active')
+    .execute();
+  const targets = hooks.filter((h) => subscribes(JSON.parse(h.events) as string[], name));
+  if (targets.length > 0) {
+    await db
+      .insertInto('webhook_deliveries')
+      .values(
+        targets.map((h) => ({
+          account_id: accountId,
+          id: newId('delivery'),
+          webhook_id: h.id,
+          event_id: id,
+          event_name: name,
+          status: 'pending' as const,
+          next_attempt_at: at,
+          created_at: at,
+          updated_at: at,
+        })),
+      )
+      .execute();
+    await announceDeliveries(db);
+  }
   return id;
 }

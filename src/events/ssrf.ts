@@ -197,7 +197,11 @@ export function createGuardedDispatcher(opts: GuardedDispatcherOptions): Agent {
   const lookup: LookupAll = opts.lookup ?? dns.lookup;
   const base = buildConnector({
     timeout: opts.timeoutMs,
-    ...(opts.ca === undefined ? {} : { ca: [...tls.rootCertificates, opts.ca] }),
+    // One secure context for every connection: passing `ca` instead would parse the whole root
+    // store again on each TLS connect.
+    ...(opts.ca === undefined
+      ? {}
+      : { secureContext: tls.createSecureContext({ ca: [...tls.rootCertificates, opts.ca] }) }),
   });
 
   const refuse = (host: string, address: string): ForbiddenAddressError =>

@@ -1,16 +1,13 @@
 // Search-result excerpts (decisions §6): about 30 words around the first match, matched words in
 // <em>, everything else HTML-escaped, `…` where text was cut. Matching mirrors the database loosely:
 // folded equality, same Porter stem, or a wildcard pattern.
-import { stemmer } from 'stemmer';
 import type { PositiveTerm } from './parser.ts';
-import { foldText, matchesWildcard, splitWords } from './text.ts';
+import { foldText, matchesWildcard, splitWords, stemWord } from './text.ts';
 
 /** Only this much of a text is scanned for the first match; content can be megabytes. */
 export const MAX_SCAN_CHARS = 200_000;
 const DEFAULT_WORDS = 30;
 const MAX_WORDS = 200;
-/** Longer words are compared without stemming; nothing that long is an English word. */
-const MAX_STEM_CHARS = 64;
 /** Display caps, so one giant "word" or run of punctuation cannot blow up an excerpt. */
 const MAX_SHOWN_WORD = 60;
 const MAX_SHOWN_GAP = 30;
@@ -44,10 +41,9 @@ type WordTest = (word: string) => boolean;
 function compileTerms(terms: readonly PositiveTerm[]): { single: WordTest[]; phrases: WordTest[][] } {
   const stems = new Map<string, string>();
   const stem = (w: string): string => {
-    if (w.length > MAX_STEM_CHARS) return w;
     let s = stems.get(w);
     if (s === undefined) {
-      s = stemmer(w);
+      s = stemWord(w);
       stems.set(w, s);
     }
     return s;
@@ -192,4 +188,31 @@ function edgePunctuationAfter(text: string, at: number): number {
   const tail = text.slice(at, at + MAX_EDGE_PUNCT + 1);
   const m = (at + tail.length === text.length ? PUNCT_AFTER_AT_END : PUNCT_AFTER).exec(tail);
   return m ? m[1]!.length : 0;
+}
+
+/**
+ * The first `opts.words` words (default 30) of `text`, HTML-escaped, with `…` where it was cut: the
+ * excerpt of an object whose match was in no shown field (a tag, a metadata key, its type).
+ */
+export function leadingExcerpt(text: string, opts: { words?: number } = {}): string {
+  const want = Number.isFinite(opts.words)
+    ? Math.min(MAX_WORDS, Math.max(1, Math.floor(opts.words!)))
+    : DEFAULT_WORDS;
+  let scanEnd = Math.min(text.length, MAX_SCAN_CHARS);
+  if (scanEnd < text.length && /[\uD800-\uDBFF]/.test(text[scanEnd - 1] ?? '')) scanEnd--;
+  const re = new RegExp(WORD.source, WORD.flags);
+  const scanned = text.slice(0, scanEnd);
+  let out = '';
+  let cursor = -1;
+  let shown = 0;
+  for (let m = re.exec(scanned); m && shown < want; m = re.exec(scanned), shown++) {
+    if (cursor < 0) cursor = m.index - edgePunctuationBefore(text, m.index);
+    out += escapeHtml(clip(text.slice(cursor, m.index).replace(SPACES, ' '), MAX_SHOWN_GAP));
+    out += escapeHtml(clip(m[0], MAX_SHOWN_WORD));
+    cursor = m.index + m[0].length;
+  }
+  if (cursor < 0) return escapeHtml(clip(text.trim().replace(SPACES, ' '), MAX_SHOWN_WORD));
+  const to = cursor + edgePunctuationAfter(text, cursor);
+  out += escapeHtml(text.slice(cursor, to));
+  return /\S/u.test(text.slice(to)) ? `${out}…` : out;
 }

@@ -1,5 +1,6 @@
-// Text folding shared by the query parser and the excerpt builder, so a query word and a text
-// word compare equal exactly when the search treats them as the same word.
+// Text folding and stemming shared by the query parser, the indexer and the excerpt builder, so a
+// query word and a text word compare equal exactly when the search treats them as the same word.
+import { stemmer } from 'stemmer';
 
 const COMBINING_MARKS = /\p{M}/gu;
 const NON_WORD = /[^\p{L}\p{N}]+/u;
@@ -52,4 +53,20 @@ export function matchesWildcard(pattern: string, word: string): boolean {
     at = found + part.length;
   }
   return true;
+}
+
+/** Longer words are kept unstemmed; nothing that long is an English word. */
+export const MAX_STEM_CHARS = 64;
+
+/** The Porter stem of an already folded word, as the index and the highlighter both use it. */
+export function stemWord(word: string): string {
+  return word.length > MAX_STEM_CHARS ? word : stemmer(word);
+}
+
+/** The literal start of a `*` pattern (before its first `*`) and its longest literal run. */
+export function patternParts(pattern: string): { prefix: string; longest: string } {
+  const parts = pattern.split('*');
+  let longest = '';
+  for (const p of parts) if (Array.from(p).length > Array.from(longest).length) longest = p;
+  return { prefix: parts[0] ?? '', longest };
 }

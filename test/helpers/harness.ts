@@ -11,6 +11,7 @@ import { createAccount, type PlanName } from '../../src/modules/accounts/service
 import { issueKey } from '../../src/modules/api-keys/service.ts';
 import { insertUser } from '../../src/modules/users/repo.ts';
 import { createRateLimiter } from '../../src/ratelimit/limiter.ts';
+import { assertContract } from './contract.ts';
 import { createTestDatabase, postgresSkipReason, type TestDialect } from './databases.ts';
 
 export interface TestResponse {
@@ -103,6 +104,8 @@ export function createHarness(dialect: TestDialect, env: Record<string, string> 
         body = res.body;
       }
     }
+    // Every response the suite sees must match the OpenAPI document (issue 8, contract test).
+    assertContract(h.app, { method, url, status: res.statusCode, headers: res.headers, raw: res.body });
     return { status: res.statusCode, headers: res.headers, body, raw: res.body };
   };
   h.account = async (plan = 'free') => {

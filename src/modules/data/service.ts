@@ -3,6 +3,7 @@ import { recordEvent } from '../../events/outbox.ts';
 import { invalidField, notFound } from '../../http/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { isoNow } from '../../lib/time.ts';
+import { indexDataObject, reindexDataObject, unindexDataObject } from '../../search/search-index.ts';
 import {
   type DataRow,
   type DataSort,
@@ -52,6 +53,7 @@ export async function createData(ctx: AppContext, accountId: string, input: Crea
   };
   await ctx.database.db.transaction().execute(async (trx) => {
     await insertDataObject(trx, row);
+    await indexDataObject(trx, ctx.database.dialect, row);
     await recordEvent(trx, accountId, 'data.created', { id: row.id, title: row.title, type: row.type }, now);
   });
   return toDataObject(row);
@@ -101,6 +103,7 @@ export async function patchData(ctx: AppContext, accountId: string, id: string, 
     next.updated_at = now;
     const { account_id: _a, id: _i, created_at: _c, ...patch } = next;
     await updateDataObject(trx, accountId, id, patch);
+    await reindexDataObject(trx, dialect, row, next);
     await recordEvent(
       trx,
       accountId,
@@ -123,6 +126,7 @@ function sameJson(field: string, a: string, b: string): boolean {
 
 export async function deleteData(ctx: AppContext, accountId: string, id: string) {
   await ctx.database.db.transaction().execute(async (trx) => {
+    await unindexDataObject(trx, ctx.database.dialect, accountId, id);
     const gone = await deleteDataObject(trx, accountId, id);
     if (!gone) throw notFound('data object', id);
     await recordEvent(trx, accountId, 'data.deleted', gone, isoNow(ctx.clock));

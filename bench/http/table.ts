@@ -1,0 +1,132 @@
+/**
+ * The HTTP results as Markdown: one row per scenario and database beside its same-run baseline, and
+ * the issue's targets for the SQLite build, each marked met or missed with the measured figure.
+ */
+import type { LoadResult } from './load.ts';
+import type { ScenarioName } from './scenarios.ts';
+
+export interface ResultRow {
+  scenario: ScenarioName;
+  label: string;
+  db: string;
+  server: LoadResult & { peakRss: number | undefined };
+  baseline: LoadResult;
+}
+
+export interface DbSummary {
+  db: string;
+  objects: number;
+  seedRowsPerSecond: number;
+  /** Spawn-to-listening times of the starts on the seeded database, ms. */
+  startupsMs: number[];
+  /** The machine's 1-minute load average when this database's scenarios began and ended. */
+  load: [number, number];
+}
+
+const int = (n: number) => Math.round(n).toLocaleString('en');
+const ms = (n: number) => (n >= 10 ? n.toFixed(0) : n.toFixed(1));
+const mb = (bytes: number | undefined) => (bytes === undefined ? '?' : (bytes / 2 ** 20).toFixed(0));
+const ratio = (r: ResultRow) => (r.baseline.rps > 0 ? r.server.rps / r.baseline.rps : 0);
+
+function errors(r: LoadResult): string {
+  const total = r.non2xx + r.socketErrors;
+  if (total === 0) return '0';
+  const detail = Object.entries(r.statusCounts)
+    .filter(([code]) => !code.startsWith('2'))
+    .map(([code, n]) => `${int(n)}×${code}`);
+  if (r.socketErrors) detail.push(`${int(r.socketErrors)} socket`);
+  return `${int(total)} (${detail.join(', ')})`;
+}
+
+/** The main table: server figures, then the baseline's req/s and the ratio. */
+export function resultsTable(rows: ResultRow[]): string {
+  const head = [
+    '| scenario | db | req/s | p50 ms | p95 ms | p99 ms | errors | peak RSS MB | baseline req/s | baseline p99 ms | ratio |',
+    '|---|---|--:|--:|--:|--:|---|--:|--:|--:|--:|',
+  ];
+  const body = rows.map((r) =>
+    [
+      r.label,
+      r.db,
+      int(r.server.rps),
+      ms(r.server.p50),
+      ms(r.server.p95),
+      ms(r.server.p99),
+      errors(r.server),
+      mb(r.server.peakRss),
+      int(r.baseline.rps),
+      ms(r.baseline.p99),
+      `${ratio(r).toFixed(2)}×`,
+    ].join(' | '),
+  );
+  return [...head, ...body.map((line) => `| ${line} |`)].join('\n');
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.floor(s.length / 2)]! : Number.NaN;
+}
+
+/** Seeding speed and start-up to ready per database. */
+export function setupTable(dbs: DbSummary[]): string {
+  const head = [
+    '| db | objects | seeding rows/s | start-up to ready, median ms | all starts ms | load avg before → after |',
+    '|---|--:|--:|--:|---|---|',
+  ];
+  const body = dbs.map(
+    (d) =>
+      `| ${d.db} | ${int(d.objects)} | ${int(d.seedRowsPerSecond)} | ${int(median(d.startupsMs))} | ${d.startupsMs
+        .map(int)
+        .join(', ')} | ${d.load[0].toFixed(1)} → ${d.load[1].toFixed(1)} |`,
+  );
+  return [...head, ...body].join('\n');
+}
+
+interface Target {
+  what: string;
+  goal: string;
+  measured: string;
+  met: boolean | undefined;
+}
+
+/** The issue's HTTP targets, evaluated on the SQLite rows (targets are stated for the SQLite build). */
+export function targetsTable(rows: ResultRow[], dbs: DbSummary[]): string {
+  const sqlite = rows.filter((r) => r.db === 'sqlite');
+  const find = (name: ScenarioName) => sqlite.find((r) => r.scenario === name);
+  const targets: Target[] = [];
+  const ratioTarget = (name: ScenarioName, min: number) => {
+    const r = find(name);
+    targets.push({
+      what: `${r?.label ?? name} vs baseline req/s`,
+      goal: `≥ ${min}×`,
+      measured: r ? `${ratio(r).toFixed(2)}× (${int(r.server.rps)} / ${int(r.baseline.rps)})` : 'not run',
+      met: r ? ratio(r) >= min : undefined,
+    });
+  };
+  ratioTarget('get-item', 0.5);
+  ratioTarget('list-date', 0.35);
+  ratioTarget('list-title', 0.35);
+  ratioTarget('create', 0.3);
+  const sqliteDb = dbs.find((d) => d.db === 'sqlite');
+  const peaks = sqlite.map((r) => r.server.peakRss).filter((x): x is number => x !== undefined);
+  const peak = peaks.length ? Math.max(...peaks) : undefined;
+  const at = sqliteDb ? ` at ${int(sqliteDb.objects)} objects` : '';
+  targets.push({
+    what: `server peak RSS over every scenario${at} (target stated at 1,000,000)`,
+    goal: '< 300 MB',
+    measured: peak === undefined ? 'not measured' : `${mb(peak)} MB`,
+    met: peak === undefined ? undefined : peak < 300 * 2 ** 20,
+  });
+  const startup = sqliteDb ? median(sqliteDb.startupsMs) : Number.NaN;
+  targets.push({
+    what: `start-up to ready${at} (target stated at 1,000,000)`,
+    goal: '< 1,000 ms',
+    measured: Number.isFinite(startup) ? `${int(startup)} ms (median)` : 'not measured',
+    met: Number.isFinite(startup) ? startup < 1000 : undefined,
+  });
+  const head = ['| target (SQLite) | goal | measured | met? |', '|---|---|---|---|'];
+  const mark = (m: boolean | undefined) => (m === undefined ? 'not measured' : m ? 'met' : '**missed**');
+  return [...head, ...targets.map((t) => `| ${t.what} | ${t.goal} | ${t.measured} | ${mark(t.met)} |`)].join(
+    '\n',
+  );
+}

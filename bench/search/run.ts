@@ -1,0 +1,241 @@
+/**
+ * Search latency: `--objects` objects of pseudo-English in one account plus 9 other accounts of a
+ * tenth of that each, indexed through the same code path as `POST /data`; then, per query shape,
+ * p50/p95/p99 of `GET /v1/search` driven in process with `app.inject()` (no sockets or TLS: the
+ * figure is routing, validation, auth, the queries and the excerpts) and, in the same run, of the
+ * raw index work alone (wildcard expansion plus the ranked, counted query).
+ *
+ *   node --import tsx bench/search/run.ts [--objects 100000] [--db sqlite|postgres]
+ *     [--iterations 200] [--pg-url postgres://postgres@127.0.0.1:5432/postgres] [--dry-run]
+ */
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import type { FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
+import pg from 'pg';
+import pino from 'pino';
+import { buildApp } from '../../src/app.ts';
+import { loadConfig } from '../../src/config.ts';
+import type { AppContext } from '../../src/context.ts';
+import { type Database, migrate, openDatabase } from '../../src/db/database.ts';
+import { newId } from '../../src/lib/ids.ts';
+import { createAccount } from '../../src/modules/accounts/service.ts';
+import { insertDataObject } from '../../src/modules/data/repo.ts';
+import { parseFilters, parseRange } from '../../src/modules/search/params.ts';
+import { createRateLimiter } from '../../src/ratelimit/limiter.ts';
+import { parseQuery } from '../../src/search/parser.ts';
+import { buildPlan, vocabularyPatterns } from '../../src/search/plan.ts';
+import { expandWildcards, indexDataObject, searchIndex } from '../../src/search/search-index.ts';
+import { objectGenerator, vocabulary } from './corpus.ts';
+import { pickQueries, type Shape } from './queries.ts';
+import { writeSearchResults } from './report.ts';
+
+const { values } = parseArgs({
+  options: {
+    objects: { type: 'string', default: '100000' },
+    db: { type: 'string', default: 'sqlite' },
+    iterations: { type: 'string', default: '200' },
+    'pg-url': {
+      type: 'string',
+      default: process.env.ADS_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
+    },
+    'dry-run': { type: 'boolean', default: false },
+  },
+});
+const objects = Number(values.objects);
+const iterations = Number(values.iterations);
+const dialect: 'sqlite' | 'postgres' = values.db === 'postgres' ? 'postgres' : 'sqlite';
+const OTHER_ACCOUNTS = 9;
+const BATCH = 500;
+
+async function openBenchDatabase() {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ads-bench-search-'));
+  if (dialect === 'sqlite') {
+    return { dataDir, env: {}, drop: async () => fs.rmSync(dataDir, { recursive: true, force: true }) };
+  }
+  const admin = values['pg-url']!;
+  const name = `ads_bench_search_${randomBytes(4).toString('hex')}`;
+  const run = async (text: string) => {
+    const c = new pg.Client({ connectionString: admin });
+    await c.connect();
+    try {
+      await c.query(text);
+    } finally {
+      await c.end();
+    }
+  };
+  await run(`CREATE DATABASE ${name}`);
+  const url = new URL(admin);
+  url.pathname = `/${name}`;
+  return {
+    dataDir,
+    env: { ADS_DATABASE_URL: url.toString() },
+    drop: async () => {
+      await run(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Inserts and indexes `count` generated objects, BATCH per transaction (seeding, not the API path). */
+async function seed(database: Database, accountId: string, count: number, seedNo: number, words: string[]) {
+  const next = objectGenerator(words, seedNo);
+  for (let done = 0; done < count; ) {
+    const n = Math.min(BATCH, count - done);
+    await database.db.transaction().execute(async (trx) => {
+      for (let i = 0; i < n; i++) {
+        const o = next();
+        const row = {
+          account_id: accountId,
+          id: newId('data'),
+          title: o.title,
+          title_sort: o.title.toLowerCase(),
+          type: o.type,
+          content: o.content,
+          tags: JSON.stringify(o.tags),
+          metadata: JSON.stringify(o.metadata),
+          created_at: o.created_at,
+          updated_at: null,
+        };
+        await insertDataObject(trx, row);
+        await indexDataObject(trx, database.dialect, row);
+      }
+    });
+    done += n;
+  }
+}
+
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+
+async function measure(app: FastifyInstance, ctx: AppContext, key: string, accountId: string, shape: Shape) {
+  const http: number[] = [];
+  const raw: number[] = [];
+  let hits = 0;
+  const get = async (i: number) => {
+    const url = `/v1/search?${shape.queries[i % shape.queries.length]!}`;
+    const t0 = process.hrtime.bigint();
+    const res = await app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${key}` } });
+    const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+    if (res.statusCode !== 200) throw new Error(`${url}: ${res.statusCode} ${res.body}`);
+    hits += (JSON.parse(res.body) as { data: { total: number } }).data.total;
+    return ms;
+  };
+  const direct = async (i: number) => {
+    const params = new URLSearchParams(shape.queries[i % shape.queries.length]!);
+    const t0 = process.hrtime.bigint();
+    const ast = parseQuery(params.get('q')!);
+    const { db } = ctx.database;
+    const plan = buildPlan(ast, await expandWildcards(db, dialect, accountId, vocabularyPatterns(ast)));
+    if (plan) {
+      await searchIndex(db, dialect, {
+        accountId,
+        plan,
+        filters: parseFilters(params.getAll('filter')),
+        ...parseRange(params.get('from') ?? undefined, params.get('to') ?? undefined),
+        sort: 'relevance',
+        order: 'desc',
+        limit: 20,
+        offset: 0,
+      });
+    }
+    return Number(process.hrtime.bigint() - t0) / 1e6;
+  };
+  for (let i = 0; i < 10; i++) {
+    await get(i);
+    await direct(i);
+  }
+  for (let i = 0; i < iterations; i++) {
+    http.push(await get(i));
+    raw.push(await direct(i));
+  }
+  http.sort((a, b) => a - b);
+  raw.sort((a, b) => a - b);
+  return {
+    shape: shape.name,
+    example: shape.queries[0]!,
+    avgTotal: Math.round(hits / (iterations + 10)),
+    http: [50, 95, 99].map((p) => percentile(http, p)),
+    raw: [50, 95, 99].map((p) => percentile(raw, p)),
+  };
+}
+
+async function indexSize(database: Database): Promise<number> {
+  if (database.dialect === 'postgres') {
+    const { rows } = await sql<{ n: number }>`
+      SELECT (pg_total_relation_size('search_documents') + pg_total_relation_size('search_vocab'))::int8 AS n`.execute(
+      database.db,
+    );
+    return Number(rows[0]!.n);
+  }
+  const { rows } = await sql<{ n: number }>`
+    SELECT sum(pgsize) AS n FROM dbstat WHERE name LIKE 'search%'`.execute(database.db);
+  return Number(rows[0]!.n);
+}
+
+async function main() {
+  const bench = await openBenchDatabase();
+  const config = loadConfig({ ADS_DATA_DIR: bench.dataDir, ADS_LOG_LEVEL: 'silent', ...bench.env });
+  const database = openDatabase(config.database);
+  await migrate(database);
+  const logger = pino({ level: 'silent' });
+  const ctx: AppContext = {
+    config,
+    database,
+    clock: Date.now,
+    logger,
+    rateLimiter: createRateLimiter({ logger }),
+  };
+  const app = await buildApp(ctx);
+  try {
+    const words = vocabulary(30_000);
+    const main = await createAccount(database, {
+      name: 'Main',
+      adminEmail: 'main@x.test',
+      plan: 'enterprise',
+    });
+    const t0 = performance.now();
+    await seed(database, main.account.id, objects, 1, words);
+    for (let a = 0; a < OTHER_ACCOUNTS; a++) {
+      const other = await createAccount(database, {
+        name: `O${a}`,
+        adminEmail: `o${a}@x.test`,
+        plan: 'enterprise',
+      });
+      await seed(database, other.account.id, Math.round(objects / 10), 100 + a, words);
+    }
+    const seedSeconds = (performance.now() - t0) / 1000;
+    const totalObjects = objects + OTHER_ACCOUNTS * Math.round(objects / 10);
+    if (dialect === 'postgres') await sql`ANALYZE`.execute(database.db);
+    console.warn(`seeded ${totalObjects} objects in ${seedSeconds.toFixed(0)} s`);
+
+    const shapes = await pickQueries(database.db, main.account.id, objects);
+    const results = [];
+    for (const shape of shapes) {
+      const r = await measure(app, ctx, main.api_key.key, main.account.id, shape);
+      console.warn(
+        `${r.shape.padEnd(22)} http p50/p95/p99 ${r.http.map((x) => x.toFixed(1)).join('/')} ms, raw ${r.raw.map((x) => x.toFixed(1)).join('/')} ms, ~${r.avgTotal} hits`,
+      );
+      results.push(r);
+    }
+    const summary = {
+      dialect,
+      objects,
+      totalObjects,
+      iterations,
+      seedSeconds,
+      indexBytes: await indexSize(database),
+      results,
+    };
+    if (!values['dry-run']) writeSearchResults(summary);
+  } finally {
+    await app.close();
+    await database.close();
+    await bench.drop();
+  }
+}
+
+await main();

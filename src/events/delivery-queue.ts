@@ -1,0 +1,184 @@
+import { type Kysely, sql } from 'kysely';
+import type { DB, Db, Dialect } from '../db/types.ts';
+import { disableWebhook } from '../modules/webhooks/repo.ts';
+
+/** A delivery a worker holds the lease on; `claim_token` proves it when the outcome is written. */
+export interface ClaimedDelivery {
+  account_id: string;
+  id: string;
+  webhook_id: string;
+  event_id: string;
+  event_name: string;
+  attempt_count: number;
+  retries_used: number;
+  manual: number;
+  claim_token: string;
+}
+
+const RETURNING = sql`account_id, id, webhook_id, event_id, event_name, attempt_count, retries_used, manual, claim_token`;
+
+/**
+ * Atomically claims up to `limit` due deliveries for one worker. The claim moves next_attempt_at to
+ * the end of the lease, so a worker that dies mid-attempt leaves a delivery that falls due again when
+ * its lease runs out. PostgreSQL: FOR UPDATE SKIP LOCKED, so concurrent workers take disjoint rows
+ * without waiting. SQLite: a single UPDATE … RETURNING, serialised by the database's write lock.
+ * `status = 'pending'` is literal SQL so both planners use the partial due index.
+ */
+export async function claimDueDeliveries(
+  db: Db,
+  dialect: Dialect,
+  opts: { now: string; leaseUntil: string; limit: number; token: string },
+): Promise<ClaimedDelivery[]> {
+  const { now, leaseUntil, limit, token } = opts;
+  const query =
+    dialect === 'postgres'
+      ? sql<ClaimedDelivery>`
+          with due as (
+            select account_id, id from webhook_deliveries
+            where status = 'pending' and next_attempt_at <= ${now}
+            order by next_attempt_at
+            limit ${limit}
+            for update skip locked
+          )
+          update webhook_deliveries d
+          set locked_until = ${leaseUntil}, next_attempt_at = ${leaseUntil}, claim_token = ${token}
+          from due where d.account_id = due.account_id and d.id = due.id
+          returning d.account_id, d.id, d.webhook_id, d.event_id, d.event_name, d.attempt_count,
+            d.retries_used, d.manual, d.claim_token`
+      : sql<ClaimedDelivery>`
+          update webhook_deliveries
+          set locked_until = ${leaseUntil}, next_attempt_at = ${leaseUntil}, claim_token = ${token}
+          where rowid in (
+            select rowid from webhook_deliveries
+            where status = 'pending' and next_attempt_at <= ${now}
+            order by next_attempt_at
+            limit ${limit}
+          )
+          returning ${RETURNING}`;
+  const { rows } = await query.execute(db);
+  return rows.map((r) => ({
+    ...r,
+    attempt_count: Number(r.attempt_count),
+    retries_used: Number(r.retries_used),
+    manual: Number(r.manual),
+  }));
+}
+
+/** Claims due deliveries and reads what sending them needs, in one transaction (one round of the connection). */
+export async function claimWithTargets(
+  db: Kysely<DB>,
+  dialect: Dialect,
+  opts: { now: string; leaseUntil: string; limit: number; token: string },
+) {
+  return db.transaction().execute(async (trx) => {
+    const claimed = await claimDueDeliveries(trx, dialect, opts);
+    return { claimed, targets: await loadTargets(trx, claimed) };
+  });
+}
+
+/** The earliest time any pending delivery falls due (a lease end counts), or null when none waits. */
+export async function nextDueAt(db: Kysely<DB>): Promise<string | null> {
+  const { rows } = await sql<{
+    next: string | Date | null;
+  }>`select min(next_attempt_at) as next from webhook_deliveries where status = 'pending'`.execute(db);
+  const next = rows[0]?.next ?? null;
+  return next instanceof Date ? next.toISOString() : next;
+}
+
+/** The webhook and event payload a claimed delivery needs; missing parts come back undefined. */
+export async function loadTargets(db: Db, claimed: readonly ClaimedDelivery[]) {
+  if (claimed.length === 0) return { hooks: new Map(), payloads: new Map() };
+  const [hooks, events] = await Promise.all([
+    db
+      .selectFrom('webhooks')
+      .select(['account_id', 'id', 'url', 'sealed_secret', 'status'])
+      .where((eb) =>
+        eb.or(claimed.map((c) => eb.and([eb('account_id', '=', c.account_id), eb('id', '=', c.webhook_id)]))),
+      )
+      .execute(),
+    db
+      .selectFrom('events')
+      .select(['account_id', 'id', 'payload'])
+      .where((eb) =>
+        eb.or(claimed.map((c) => eb.and([eb('account_id', '=', c.account_id), eb('id', '=', c.event_id)]))),
+      )
+      .execute(),
+  ]);
+  return {
+    hooks: new Map(hooks.map((h) => [`${h.account_id}/${h.id}`, h])),
+    payloads: new Map(events.map((e) => [`${e.account_id}/${e.id}`, e.payload])),
+  };
+}
+
+/** The outcome of one attempt, written under the claim. */
+export interface AttemptOutcome {
+  status: 'pending' | 'succeeded' | 'failed';
+  nextAttemptAt: string | null;
+  retriesUsed: number;
+  attempt: { at: string; status_code: number | null; duration_ms: number; error: string | null } | null;
+  /** Disable the webhook (and fail its waiting deliveries) for this reason. */
+  disable?: string;
+}
+
+/** One finished claim: the outcome to write and when it was decided. */
+export interface Completion {
+  claim: ClaimedDelivery;
+  outcome: AttemptOutcome;
+  now: string;
+}
+
+async function applyCompletion(trx: Db, { claim: c, outcome, now }: Completion): Promise<boolean> {
+  const res = await trx
+    .updateTable('webhook_deliveries')
+    .set({
+      status: outcome.status,
+      attempt_count: c.attempt_count + (outcome.attempt ? 1 : 0),
+      retries_used: outcome.retriesUsed,
+      manual: 0,
+      next_attempt_at: outcome.nextAttemptAt,
+      locked_until: null,
+      claim_token: null,
+      updated_at: now,
+    })
+    .where('account_id', '=', c.account_id)
+    .where('id', '=', c.id)
+    .where('claim_token', '=', c.claim_token)
+    .executeTakeFirst();
+  if (Number(res.numUpdatedRows) === 0) return false;
+  if (outcome.attempt) {
+    await trx
+      .insertInto('webhook_attempts')
+      .values({
+        account_id: c.account_id,
+        delivery_id: c.id,
+        attempt: c.attempt_count + 1,
+        ...outcome.attempt,
+      })
+      .execute();
+  }
+  if (outcome.disable) await disableWebhook(trx, c.account_id, c.webhook_id, outcome.disable, now);
+  return true;
+}
+
+/**
+ * Records attempts and their deliveries' next states, several in one transaction (one commit, one
+ * fsync), each only while its claim still holds: a lease taken over by another worker, or a deleted
+ * webhook, makes that one a no-op (false).
+ */
+export async function completeDeliveries(db: Kysely<DB>, items: readonly Completion[]): Promise<boolean[]> {
+  return db.transaction().execute(async (trx) => {
+    const written: boolean[] = [];
+    for (const item of items) written.push(await applyCompletion(trx, item));
+    return written;
+  });
+}
+
+/** Removes a claimed delivery whose webhook is gone (fanned out while it was being deleted). */
+export async function dropOrphan(db: Kysely<DB>, c: ClaimedDelivery): Promise<void> {
+  await db
+    .deleteFrom('webhook_deliveries')
+    .where('account_id', '=', c.account_id)
+    .where('id', '=', c.id)
+    .where('claim_token', '=', c.claim_token)
+    .execute();
+}

@@ -1,0 +1,281 @@
+import { randomBytes } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
+import type { Dispatcher } from 'undici';
+import type { AppContext } from '../context.ts';
+import { secretBoxFor } from '../lib/secrets.ts';
+import type { Worker } from '../workers.ts';
+import {
+  type AttemptOutcome,
+  type ClaimedDelivery,
+  type Completion,
+  claimWithTargets,
+  completeDeliveries,
+  dropOrphan,
+  type loadTargets,
+  nextDueAt,
+} from './delivery-queue.ts';
+import { createDeliveryDispatcher } from './dispatcher.ts';
+import { type DeliveryListener, listenForDeliveries, onDeliveriesDue } from './notify.ts';
+import { nextRetry } from './retry-policy.ts';
+import { type AttemptResult, sendWebhook } from './send.ts';
+
+/** Tuning of {@link createDeliveryWorker}; the defaults suit one `ads serve` or `ads worker`. */
+export interface DeliveryWorkerOptions {
+  /** Most deliveries claimed by one query. */
+  batchSize?: number;
+  /** Most attempts in flight at once. */
+  concurrency?: number;
+  /** Fallback poll when no wake-up arrives. */
+  pollMs?: number;
+  /** LISTEN for PostgreSQL notifications (default true on PostgreSQL). */
+  listen?: boolean;
+  /** Dispatcher to send through (default: the SSRF-guarded one from the settings). */
+  dispatcher?: Dispatcher;
+}
+
+/** The delivery worker: a {@link Worker} plus `ready` (LISTEN in place) and `wake()`. */
+export interface DeliveryWorker extends Worker {
+  ready: Promise<void>;
+  wake(): void;
+}
+
+type Targets = Awaited<ReturnType<typeof loadTargets>>;
+
+// Longest wait for slots to free up before claiming more from a backlog.
+const COALESCE_MS = 50;
+// How long finished attempts wait to share a transaction, and how many may share one.
+const GROUP_COMMIT_MS = 5;
+const MAX_GROUP_COMMIT = 100;
+// Quiet gap after an empty claim while another worker's claim may still be committing.
+const MIN_IDLE_MS = 10;
+
+/**
+ * Claims due webhook deliveries and sends them: bounded batch and concurrency, a deadline per
+ * attempt, retries on the settings' schedule, disabling on 410 or an exhausted schedule. Woken right
+ * after commits that created deliveries (in-process, and by LISTEN/NOTIFY across processes on
+ * PostgreSQL); the poll is only a fallback. stop() lets in-flight attempts finish.
+ */
+export function createDeliveryWorker(ctx: AppContext, opts: DeliveryWorkerOptions = {}): DeliveryWorker {
+  const { config, database, clock } = ctx;
+  const log = ctx.logger.child({ component: 'webhook-worker' });
+  const batchSize = opts.batchSize ?? 50;
+  const concurrency = opts.concurrency ?? 16;
+  const pollMs = opts.pollMs ?? 1000;
+  const { timeoutMs, retrySchedule } = config.webhook;
+  // Longer than any attempt (deadline plus the outcome write), so a live claim never expires.
+  const leaseMs = 2 * timeoutMs + 1000;
+  const ownDispatcher = opts.dispatcher === undefined;
+  const dispatcher = opts.dispatcher ?? createDeliveryDispatcher(config);
+  const iso = (ms: number) => new Date(ms).toISOString();
+
+  const inFlight = new Set<Promise<void>>();
+  let stopping = false;
+  let woken = false;
+  let interrupt: (() => void) | null = null;
+  const wake = () => {
+    woken = true;
+    interrupt?.();
+  };
+  const pause = (ms: number) =>
+    new Promise<void>((resolve) => {
+      if (woken || stopping) return resolve();
+      const done = () => {
+        clearTimeout(timer);
+        interrupt = null;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      interrupt = done;
+    });
+
+  const unsubscribe = onDeliveriesDue(wake);
+  let listener: DeliveryListener | null = null;
+  if (config.database.dialect === 'postgres' && opts.listen !== false) {
+    listener = listenForDeliveries(config.database.url, wake, (err) =>
+      log.warn({ err: err.message }, 'LISTEN connection lost; polling until it is back'),
+    );
+  }
+
+  // Group commit: outcomes are written a few milliseconds after the first of them finishes, so the
+  // attempts answered meanwhile share one transaction (one commit, one fsync) instead of one each.
+  const queued: Array<Completion & { done: (written: boolean) => void; fail: (err: unknown) => void }> = [];
+  let flushing = false;
+  const flush = async () => {
+    flushing = true;
+    await delay(GROUP_COMMIT_MS);
+    while (queued.length > 0) {
+      const batch = queued.splice(0, MAX_GROUP_COMMIT);
+      try {
+        const written = await completeDeliveries(database.db, batch);
+        for (const [i, item] of batch.entries()) item.done(written[i] ?? false);
+      } catch (err) {
+        for (const item of batch) item.fail(err);
+      }
+    }
+    flushing = false;
+  };
+  const record = (claim: ClaimedDelivery, outcome: AttemptOutcome, now: string) =>
+    new Promise<boolean>((done, fail) => {
+      queued.push({ claim, outcome, now, done, fail });
+      if (!flushing) void flush();
+    });
+
+  const decide = (c: ClaimedDelivery, r: AttemptResult, nowMs: number): AttemptOutcome => {
+    const attempt = {
+      at: iso(nowMs - r.durationMs),
+      status_code: r.statusCode,
+      duration_ms: r.durationMs,
+      error: r.error,
+    };
+    const done = { nextAttemptAt: null, retriesUsed: c.retries_used, attempt };
+    if (r.ok) return { ...done, status: 'succeeded' };
+    if (r.statusCode === 410) {
+      return { ...done, status: 'failed', disable: 'receiver answered 410 Gone' };
+    }
+    // A manual retry is one extra attempt; the schedule and the webhook's status stay as they were.
+    if (c.manual) return { ...done, status: 'failed' };
+    const step = nextRetry(retrySchedule, c.retries_used, r.retryAfterMs);
+    if (!step) {
+      const attempts = c.attempt_count + 1;
+      return { ...done, status: 'failed', disable: `delivery ${c.id} failed after ${attempts} attempts` };
+    }
+    return {
+      status: 'pending',
+      nextAttemptAt: iso(nowMs + step.delayMs),
+      retriesUsed: step.retriesUsed,
+      attempt,
+    };
+  };
+
+  const deliver = async (c: ClaimedDelivery, targets: Targets): Promise<void> => {
+    const hook = targets.hooks.get(`${c.account_id}/${c.webhook_id}`);
+    const payload: string | undefined = targets.payloads.get(`${c.account_id}/${c.event_id}`);
+    if (!hook) return dropOrphan(database.db, c);
+    const now = () => iso(clock());
+    if (hook.status !== 'active' || payload === undefined) {
+      // Disabled after this delivery was queued (or its event is gone): nothing is sent.
+      const outcome: AttemptOutcome = {
+        status: 'failed',
+        nextAttemptAt: null,
+        retriesUsed: c.retries_used,
+        attempt: null,
+      };
+      await record(c, outcome, now());
+      return;
+    }
+    let secret: string | null = null;
+    let result: AttemptResult;
+    try {
+      if (hook.sealed_secret !== null) secret = secretBoxFor(config).open(hook.sealed_secret);
+      result = await sendWebhook(
+        dispatcher,
+        {
+          url: hook.url,
+          rawBody: payload,
+          eventName: c.event_name,
+          deliveryId: c.id,
+          messageId: c.event_id,
+          secret,
+        },
+        { timeoutMs, now: clock },
+      );
+    } catch (err) {
+      // Never send unsigned when a secret exists but cannot be opened (wrong key): record why instead.
+      result = {
+        ok: false,
+        statusCode: null,
+        durationMs: 0,
+        error: `cannot sign: ${(err as Error).message}`,
+      };
+    }
+    const nowMs = clock();
+    const outcome = decide(c, result, nowMs);
+    const written = await record(c, outcome, iso(nowMs));
+    // The loop may be sleeping past this retry's time (it last saw the lease end): let it look again.
+    if (outcome.status === 'pending') wake();
+    const fields = {
+      delivery: c.id,
+      webhook: c.webhook_id,
+      status: result.statusCode,
+      ms: result.durationMs,
+    };
+    if (!written) log.warn(fields, 'delivery changed hands or was deleted during the attempt');
+    else if (result.ok) log.debug(fields, 'webhook delivered');
+    else
+      log.info(
+        { ...fields, error: result.error, next: outcome.nextAttemptAt, disabled: outcome.disable },
+        'webhook attempt failed',
+      );
+  };
+
+  const start = (c: ClaimedDelivery, targets: Targets) => {
+    const p: Promise<void> = deliver(c, targets)
+      .catch((err: unknown) =>
+        log.error({ err, delivery: c.id }, 'delivery attempt crashed; the lease will expire'),
+      )
+      .finally(() => inFlight.delete(p));
+    inFlight.add(p);
+  };
+
+  // With a backlog, one claim (one commit) per freed slot costs more than the attempts: wait a
+  // moment for `n` slots to be free so one claim fills several, but never long enough for a slow
+  // receiver holding the other slots to stall the rest.
+  const slotsFree = async (n: number, maxWaitMs: number) => {
+    const deadline = Date.now() + maxWaitMs;
+    while (concurrency - inFlight.size < n && !stopping) {
+      const left = deadline - Date.now();
+      if (left <= 0) return;
+      await Promise.race([Promise.race(inFlight), delay(left)]);
+    }
+  };
+
+  const loop = async () => {
+    let backlog = false;
+    while (!stopping) {
+      try {
+        if (backlog) await slotsFree(Math.ceil(concurrency / 2), COALESCE_MS);
+        const free = concurrency - inFlight.size;
+        if (free <= 0) {
+          await Promise.race(inFlight); // attempts never reject (see start)
+          continue;
+        }
+        woken = false;
+        const limit = Math.min(free, batchSize);
+        const nowMs = clock();
+        const { claimed, targets } = await claimWithTargets(database.db, database.dialect, {
+          now: iso(nowMs),
+          leaseUntil: iso(nowMs + leaseMs),
+          limit,
+          token: randomBytes(12).toString('base64url'),
+        });
+        for (const c of claimed) start(c, targets);
+        backlog = claimed.length === limit;
+        if (backlog) continue; // more may be due: claim again as slots free up
+        const next = await nextDueAt(database.db);
+        const untilNext = next === null ? pollMs : Date.parse(next) - clock();
+        await pause(Math.min(pollMs, Math.max(claimed.length > 0 ? 0 : MIN_IDLE_MS, untilNext)));
+      } catch (err) {
+        if (stopping) break;
+        log.error({ err }, 'delivery loop failed; retrying after the poll interval');
+        await pause(pollMs);
+      }
+    }
+  };
+
+  const ready = listener ? listener.ready : Promise.resolve();
+  const running = loop();
+  return {
+    name: 'webhook-deliveries',
+    ready,
+    wake,
+    async stop() {
+      stopping = true;
+      interrupt?.();
+      await running;
+      await Promise.allSettled([...inFlight]);
+      unsubscribe();
+      await listener?.close();
+      if (ownDispatcher) await (dispatcher as { close?: () => Promise<void> }).close?.();
+    },
+  };
+}

@@ -1,0 +1,156 @@
+import { type TSchema, Type } from 'typebox';
+import { EVENT_NAMES } from '../events/outbox.ts';
+import { DATA_TYPES } from '../modules/data/schemas.ts';
+import { sample } from './openapi-examples.ts';
+import { Timestamp } from './schemas.ts';
+
+/** The event `POST /webhooks/{id}/test` sends; it is never stored or retried. */
+export const TEST_EVENT = 'webhook.test';
+
+const ULID = '01JD4Z5T8N3QK9W2V7R6M1B0XC';
+
+const DataEventData = (updated: boolean) =>
+  Type.Object({
+    id: Type.String({ examples: [`dat_${ULID}`] }),
+    title: Type.String({ examples: ['Quarterly report'] }),
+    type: Type.String({ enum: [...DATA_TYPES] }),
+    ...(updated
+      ? {
+          changed: Type.Array(Type.String(), {
+            description: 'Names of the fields this update changed.',
+            examples: [['title', 'tags']],
+          }),
+        }
+      : {}),
+  });
+
+const UserEventData = (updated: boolean) =>
+  Type.Object({
+    id: Type.String({ examples: [`usr_${ULID}`] }),
+    email: Type.String({ format: 'email', examples: ['ada@example.com'] }),
+    role: Type.String({ enum: ['member', 'admin'] }),
+    status: Type.String({ enum: ['invited', 'active'] }),
+    ...(updated
+      ? {
+          changed: Type.Array(Type.String(), {
+            description: 'Names of the fields this update changed.',
+            examples: [['role']],
+          }),
+        }
+      : {}),
+  });
+
+const TestEventData = Type.Object({ webhook_id: Type.String({ examples: [`wh_${ULID}`] }) });
+
+const SUMMARIES: Record<string, [string, TSchema]> = {
+  'data.created': ['A data object was created', DataEventData(false)],
+  'data.updated': ['A data object was changed', DataEventData(true)],
+  'data.deleted': ['A data object was deleted', DataEventData(false)],
+  'user.created': ['A member was invited', UserEventData(false)],
+  'user.updated': ["A member's role changed", UserEventData(true)],
+  'user.deleted': ['A member was removed or an invitation cancelled', UserEventData(false)],
+  [TEST_EVENT]: ['A test ping from POST /v1/webhooks/{id}/test', TestEventData],
+};
+
+/** `{id, event, timestamp, account_id, data}` of decisions §7 for one event name. */
+function payloadSchema(event: string, data: TSchema) {
+  return Type.Object(
+    {
+      id: Type.String({
+        description: 'The event id; also the webhook-id header, stable across retries.',
+        examples: [`evt_${ULID}`],
+      }),
+      event: Type.String({ enum: [event] }),
+      timestamp: { ...Timestamp, description: 'When the change happened.' },
+      account_id: Type.String({ examples: [`acc_${ULID}`] }),
+      data,
+    },
+    { description: `The ${event} event.` },
+  );
+}
+
+const header = (name: string, required: boolean, description: string, example: string) => ({
+  name,
+  in: 'header',
+  required,
+  description,
+  schema: { type: 'string' },
+  example,
+});
+
+const HEADERS = [
+  header('X-Service-Event', true, 'The event name.', 'data.created'),
+  header(
+    'X-Service-Delivery',
+    true,
+    'The delivery id, stable across retries of this delivery.',
+    `whd_${ULID}`,
+  ),
+  header(
+    'X-Service-Signature',
+    false,
+    "With a secret: hex HMAC-SHA256 of the raw body keyed with the secret's UTF-8 bytes. Compare in constant time.",
+    '5d41402abc4b2a76b9719d911017c5925d41402abc4b2a76b9719d911017c592',
+  ),
+  header('webhook-id', true, 'Standard Webhooks: the event id (deduplicate on it).', `evt_${ULID}`),
+  header(
+    'webhook-timestamp',
+    true,
+    'Standard Webhooks: seconds since the epoch when this attempt was signed; reject old ones (replays).',
+    '1795316536',
+  ),
+  header(
+    'webhook-signature',
+    false,
+    "With a secret: `v1,` + base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{raw body}`, keyed with the secret's UTF-8 bytes.",
+    'v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=',
+  ),
+];
+
+const DESCRIPTION = [
+  'Sent as `POST` to each active webhook subscribed to the event (or to `*`), at least once.',
+  'Verify `X-Service-Signature` or the Standard Webhooks headers with the webhook secret before trusting the body,',
+  'and deduplicate on `webhook-id`. The TypeScript client exports `verifyWebhook` for both.',
+  'A `2xx` within 10 s is success; anything else is retried about 1 min, 5 min, 30 min, 2 h and 8 h later',
+  "(the receiver's `Retry-After` is honoured within that schedule). `410 Gone` disables the webhook at once.",
+].join(' ');
+
+/**
+ * The OpenAPI 3.1 `webhooks` section: one entry per event the service sends (decisions §7), with
+ * the payload schema, an example and the delivery and signature headers.
+ */
+export function webhooksSection(): Record<string, unknown> {
+  const names = [...EVENT_NAMES, TEST_EVENT];
+  const section: Record<string, unknown> = {};
+  for (const event of names) {
+    const known = SUMMARIES[event];
+    if (!known) throw new Error(`openapi: no payload schema for event ${event}`);
+    const [summary, data] = known;
+    const schema = payloadSchema(event, data) as unknown as Record<string, unknown>;
+    section[event] = {
+      post: {
+        operationId: `webhook${event.replace(/(^|\.)([a-z])/g, (_m, _d, c: string) => c.toUpperCase())}`,
+        summary: `${event}: ${summary}`,
+        description: DESCRIPTION,
+        tags: ['Webhook events'],
+        parameters: HEADERS.map((h) => ({
+          ...h,
+          ...(h.name === 'X-Service-Event' ? { example: event } : {}),
+        })),
+        requestBody: {
+          required: true,
+          content: { 'application/json': { schema, example: sample(schema, {}) } },
+        },
+        responses: {
+          '2XX': { description: 'Received. Any 2xx within 10 seconds counts as delivered.' },
+          '410': { description: 'Gone: the service disables this webhook and stops sending.' },
+          default: {
+            description:
+              'Any other status, a redirect or no answer within 10 seconds: the delivery is retried on the schedule.',
+          },
+        },
+      },
+    };
+  }
+  return section;
+}

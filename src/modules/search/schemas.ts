@@ -1,0 +1,62 @@
+import { Type } from 'typebox';
+import { CollectionEnvelope, PageQuery, Text, Timestamp } from '../../http/schemas.ts';
+import { DataType } from '../data/schemas.ts';
+
+/** A hard bound before trimming; the service allows 1,000 characters after trimming (decisions §6). */
+const MAX_RAW_QUERY = 2000;
+
+export const SearchQueryString = Type.Object(
+  {
+    q: Text({
+      minLength: 1,
+      maxLength: MAX_RAW_QUERY,
+      description:
+        'The query: 1 to 1,000 characters after trimming. Words (AND), OR, NOT, -word, "phrases", ' +
+        '* wildcards, field:value for title, content, tag(s), type, author, status, description. See docs/search.md.',
+    }),
+    filter: Type.Optional(
+      Type.Array(Text({ minLength: 1, maxLength: 1100 }), {
+        maxItems: 20,
+        description:
+          'Repeatable, ANDed, exact: type:<type>, tag:<tag> (or tags:), status:<v>, author:<v>, metadata.<key>:<v>.',
+      }),
+    ),
+    from: Type.Optional(
+      Text({
+        maxLength: 64,
+        description:
+          'Created at or after: ISO 8601 date-time with Z or an offset, or a date (its first instant UTC).',
+      }),
+    ),
+    to: Type.Optional(
+      Text({
+        maxLength: 64,
+        description:
+          'Created at or before: ISO 8601 date-time with Z or an offset, or a date (its last instant UTC).',
+      }),
+    ),
+    sort: Type.Optional(Type.Enum(['relevance', 'date', 'title'], { default: 'relevance' })),
+    order: Type.Optional(
+      Type.Enum(['asc', 'desc'], { description: 'Default: desc for relevance and date, asc for title.' }),
+    ),
+    ...PageQuery,
+  },
+  { additionalProperties: false },
+);
+
+export const SearchResult = Type.Object({
+  id: Type.String(),
+  title: Type.String(),
+  type: DataType,
+  score: Type.Number({
+    exclusiveMinimum: 0,
+    maximum: 1,
+    description: 'Higher is better; follows the relevance order, also when sorting by date or title.',
+  }),
+  created_at: Timestamp,
+  excerpt: Type.String({
+    description: 'About 30 words around the first match, matches in <em>, everything else HTML-escaped.',
+  }),
+});
+
+export const SearchEnvelope = CollectionEnvelope('results', SearchResult);

@@ -1,0 +1,113 @@
+import type { Static } from 'typebox';
+import type { AppContext } from '../../context.ts';
+import { AppError, invalidField } from '../../http/errors.ts';
+import { buildExcerpt, escapeHtml, leadingExcerpt } from '../../search/excerpt.ts';
+import {
+  MAX_QUERY_CHARS,
+  type PositiveTerm,
+  parseQuery,
+  positiveTerms,
+  QueryError,
+  type QueryNode,
+  type SearchField,
+} from '../../search/parser.ts';
+import { buildPlan, vocabularyPatterns } from '../../search/plan.ts';
+import { expandWildcards, MAX_EXPANDED_PATTERNS, searchIndex } from '../../search/search-index.ts';
+import { parseFilters, parseRange } from './params.ts';
+import { findResultRows } from './repo.ts';
+import type { SearchQueryString, SearchResult } from './schemas.ts';
+
+type SearchInput = Static<typeof SearchQueryString>;
+type SearchResultOut = Static<typeof SearchResult>;
+
+function invalidQuery(err: QueryError): AppError {
+  const where = err.position === undefined ? '' : ` (at character ${err.position})`;
+  const message = `Invalid query: ${err.message}${where}.`;
+  return new AppError('invalid_query', message, { details: [{ field: 'q', message: err.message + where }] });
+}
+
+/** Parses `q`; a query the language rejects is 400 invalid_query, naming the position when known. */
+function parse(q: string): QueryNode {
+  const trimmed = q.trim();
+  if (trimmed === '') throw invalidField('q', 'must not be blank');
+  if (Array.from(trimmed).length > MAX_QUERY_CHARS) {
+    throw invalidField('q', `must be at most ${MAX_QUERY_CHARS} characters after trimming`);
+  }
+  try {
+    return parseQuery(q);
+  } catch (err) {
+    throw err instanceof QueryError ? invalidQuery(err) : err;
+  }
+}
+
+const termsFor = (terms: PositiveTerm[], field: SearchField) =>
+  terms.filter((t) => t.field === null || t.field === field);
+
+/** The content around the first match, else the highlighted title, else the start of the content. */
+function excerptOf(row: { title: string; content: string }, terms: PositiveTerm[]): string {
+  return (
+    buildExcerpt(row.content, termsFor(terms, 'content')) ??
+    buildExcerpt(row.title, termsFor(terms, 'title')) ??
+    (/\S/u.test(row.content) ? leadingExcerpt(row.content) : escapeHtml(row.title))
+  );
+}
+
+/** GET /search (decisions §6): one page of results and the total, within the caller's account only. */
+export async function searchData(
+  ctx: AppContext,
+  accountId: string,
+  input: SearchInput & { page: number; limit: number },
+): Promise<{ results: SearchResultOut[]; total: number }> {
+  const ast = parse(input.q);
+  const patterns = vocabularyPatterns(ast);
+  if (patterns.length > MAX_EXPANDED_PATTERNS) {
+    throw invalidQuery(
+      new QueryError(`query has more than ${MAX_EXPANDED_PATTERNS} wildcards with a leading or inner *`),
+    );
+  }
+  const filters = parseFilters(input.filter ?? []);
+  const range = parseRange(input.from, input.to);
+  const sort = input.sort ?? 'relevance';
+  const order = input.order ?? (sort === 'title' ? 'asc' : 'desc');
+  const { db, dialect } = ctx.database;
+  // One snapshot for the expansion, the page, the total and the rows, so they agree with each
+  // other; excerpts are built after the transaction has let go of the connection.
+  const found = await db
+    .transaction()
+    .setIsolationLevel('repeatable read')
+    .setAccessMode('read only')
+    .execute(async (trx) => {
+      const plan = buildPlan(ast, await expandWildcards(trx, dialect, accountId, patterns));
+      if (!plan) return { hits: [], total: 0, rows: [] };
+      const page = await searchIndex(trx, dialect, {
+        accountId,
+        plan,
+        filters,
+        ...range,
+        sort,
+        order,
+        limit: input.limit,
+        offset: (input.page - 1) * input.limit,
+      });
+      const ids = page.hits.map((h) => h.id);
+      return { ...page, rows: await findResultRows(trx, accountId, ids) };
+    });
+  const rows = new Map(found.rows.map((r) => [r.id, r]));
+  const terms = positiveTerms(ast);
+  const results = found.hits.flatMap((hit): SearchResultOut[] => {
+    const row = rows.get(hit.id);
+    // Cannot happen within one snapshot (the index row cascades from the object); never a 500 for it.
+    if (!row) return [];
+    return [
+      {
+        id: row.id,
+        title: row.title,
+        type: row.type as SearchResultOut['type'],
+        score: hit.score,
+        created_at: row.created_at,
+        excerpt: excerptOf(row, terms),
+      },
+    ];
+  });
+  return { results, total: found.total };
+}

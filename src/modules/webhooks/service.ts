@@ -1,0 +1,188 @@
+import type { AppContext } from '../../context.ts';
+import { EVENT_NAMES } from '../../events/outbox.ts';
+import { validateWebhookUrl } from '../../events/ssrf.ts';
+import { AppError, invalidField, notFound } from '../../http/errors.ts';
+import { newId } from '../../lib/ids.ts';
+import { secretBoxFor } from '../../lib/secrets.ts';
+import { isoNow } from '../../lib/time.ts';
+import {
+  type AttemptRow,
+  countWebhooks,
+  type DeliveryRow,
+  type DeliveryStatus,
+  deleteWebhook,
+  findWebhook,
+  insertWebhook,
+  listAttempts,
+  listDeliveries,
+  listWebhooks,
+  updateWebhook,
+  type WebhookRow,
+} from './repo.ts';
+import {
+  type CreateWebhookInput,
+  type DeliveryOut,
+  MAX_WEBHOOKS_PER_ACCOUNT,
+  type PatchWebhookInput,
+  type WebhookOut,
+} from './schemas.ts';
+
+/** Row -> API shape; the sealed secret never leaves this function. */
+export function toWebhook(row: WebhookRow): WebhookOut {
+  return {
+    id: row.id,
+    url: row.url,
+    events: JSON.parse(row.events) as string[],
+    status: row.status,
+    has_secret: row.sealed_secret !== null,
+    disabled_reason: row.disabled_reason,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+/** Delivery row plus its attempts -> API shape. */
+export function toDelivery(row: DeliveryRow, attempts: AttemptRow[]): DeliveryOut {
+  return {
+    id: row.id,
+    event: row.event_name,
+    event_id: row.event_id,
+    status: row.status,
+    attempts: attempts.map((a) => ({
+      at: a.at,
+      status_code: a.status_code === null ? null : Number(a.status_code),
+      duration_ms: Number(a.duration_ms),
+      error: a.error,
+    })),
+    next_attempt_at: row.status === 'pending' ? row.next_attempt_at : null,
+    created_at: row.created_at,
+  };
+}
+
+function checkUrl(ctx: AppContext, raw: string): string {
+  const check = validateWebhookUrl(raw, { allowPrivate: ctx.config.webhook.allowPrivate });
+  // The guard's reasons read "url must …"; invalidField names the field itself.
+  if (!check.ok) throw invalidField('url', check.reason.replace(/^url /, ''));
+  return check.url.href;
+}
+
+/** Known event names or exactly ["*"]; duplicates dropped, order kept. */
+function checkEvents(events: string[]): string[] {
+  const unique = [...new Set(events)];
+  if (unique.includes('*')) {
+    if (unique.length > 1) throw invalidField('events', 'must be exactly ["*"] or a list of event names');
+    return unique;
+  }
+  const known: readonly string[] = EVENT_NAMES;
+  const unknown = unique.filter((e) => !known.includes(e));
+  if (unknown.length > 0) {
+    throw invalidField(
+      'events',
+      `has unknown event names (${unknown.join(', ')}); known: ${EVENT_NAMES.join(', ')} or "*"`,
+    );
+  }
+  return unique;
+}
+
+const seal = (ctx: AppContext, secret: string) => secretBoxFor(ctx.config).seal(secret);
+
+export async function createWebhook(ctx: AppContext, accountId: string, input: CreateWebhookInput) {
+  const url = checkUrl(ctx, input.url);
+  const events = checkEvents(input.events);
+  const now = isoNow(ctx.clock);
+  const row: WebhookRow = {
+    account_id: accountId,
+    id: newId('webhook'),
+    url,
+    events: JSON.stringify(events),
+    sealed_secret: input.secret === undefined ? null : seal(ctx, input.secret),
+    status: 'active',
+    disabled_reason: null,
+    created_at: now,
+    updated_at: now,
+  };
+  const { db, dialect } = ctx.database;
+  await db.transaction().execute(async (trx) => {
+    // Serialises concurrent creates of one account so the cap holds (SQLite serialises writers anyway).
+    if (dialect === 'postgres') {
+      await trx.selectFrom('accounts').select('id').where('id', '=', accountId).forUpdate().execute();
+    }
+    if ((await countWebhooks(trx, accountId)) >= MAX_WEBHOOKS_PER_ACCOUNT) {
+      throw new AppError(
+        'invalid_request',
+        `An account can have at most ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks; delete one before adding another.`,
+        { details: [{ field: 'url', message: `at most ${MAX_WEBHOOKS_PER_ACCOUNT} webhooks per account` }] },
+      );
+    }
+    await insertWebhook(trx, row);
+  });
+  return toWebhook(row);
+}
+
+export async function getWebhook(ctx: AppContext, accountId: string, id: string) {
+  const row = await findWebhook(ctx.database.db, accountId, id);
+  if (!row) throw notFound('webhook', id);
+  return toWebhook(row);
+}
+
+export async function listAccountWebhooks(
+  ctx: AppContext,
+  accountId: string,
+  page: { limit: number; offset: number },
+) {
+  const { rows, total } = await listWebhooks(ctx.database.db, accountId, page);
+  return { webhooks: rows.map(toWebhook), total };
+}
+
+/** Changes url, events, secret (null removes it) and re-enables with `status: "active"`. */
+export async function patchWebhook(ctx: AppContext, accountId: string, id: string, input: PatchWebhookInput) {
+  const url = input.url === undefined ? undefined : checkUrl(ctx, input.url);
+  const events = input.events === undefined ? undefined : JSON.stringify(checkEvents(input.events));
+  const sealed =
+    input.secret === undefined ? undefined : input.secret === null ? null : seal(ctx, input.secret);
+  const { db, dialect } = ctx.database;
+  return db.transaction().execute(async (trx) => {
+    const row = await findWebhook(trx, accountId, id, { forUpdate: dialect });
+    if (!row) throw notFound('webhook', id);
+    const next: WebhookRow = { ...row };
+    if (url !== undefined) next.url = url;
+    if (events !== undefined) next.events = events;
+    if (sealed !== undefined) next.sealed_secret = sealed;
+    if (input.status === 'active') {
+      next.status = 'active';
+      next.disabled_reason = null;
+    }
+    const changed = (['url', 'events', 'sealed_secret', 'status'] as const).some((f) => next[f] !== row[f]);
+    if (!changed) return toWebhook(row);
+    next.updated_at = isoNow(ctx.clock);
+    const { account_id: _a, id: _i, created_at: _c, ...patch } = next;
+    await updateWebhook(trx, accountId, id, patch);
+    return toWebhook(next);
+  });
+}
+
+/** Deletes the webhook with its queued and past deliveries: nothing more is sent to it. */
+export async function removeWebhook(ctx: AppContext, accountId: string, id: string) {
+  const gone = await ctx.database.db.transaction().execute((trx) => deleteWebhook(trx, accountId, id));
+  if (!gone) throw notFound('webhook', id);
+}
+
+/** A page of one webhook's deliveries with their attempts, newest first. */
+export async function listWebhookDeliveries(
+  ctx: AppContext,
+  accountId: string,
+  webhookId: string,
+  q: { status?: DeliveryStatus; limit: number; offset: number },
+) {
+  const { db } = ctx.database;
+  if (!(await findWebhook(db, accountId, webhookId))) throw notFound('webhook', webhookId);
+  const { rows, total } = await listDeliveries(db, accountId, webhookId, q);
+  const attempts = await listAttempts(
+    db,
+    accountId,
+    rows.map((r) => r.id),
+  );
+  const byDelivery = new Map<string, AttemptRow[]>();
+  for (const a of attempts) byDelivery.set(a.delivery_id, [...(byDelivery.get(a.delivery_id) ?? []), a]);
+  return { deliveries: rows.map((r) => toDelivery(r, byDelivery.get(r.id) ?? [])), total };
+}

@@ -1,0 +1,176 @@
+// Plan -> tsquery text, and a document -> tsvector text. Lexemes are written literally (`::tsvector`,
+// `::tsquery`), never through to_tsvector, so PostgreSQL's parser and locale cannot re-split words.
+//
+// Lexemes: a stem of title/tags/content as itself, its exact word as `=word`; the indexed metadata
+// keys as `author:stem` / `author=word`; the type as `#note`. No stem or word contains `=`, `:` or
+// `#`, so the families never collide. Weights: A title, B tags, C content, D metadata and type.
+import {
+  cachedStemmer,
+  FREE_TEXT_FIELDS,
+  type IndexDocument,
+  META_FIELDS,
+  type TextField,
+} from './document.ts';
+import { type Leaf, type Plan, positiveLeaves } from './plan.ts';
+import { stemWord } from './text.ts';
+
+const WEIGHT: Record<TextField, string> = {
+  title: 'A',
+  tags: 'B',
+  content: 'C',
+  author: 'D',
+  status: 'D',
+  description: 'D',
+};
+const isMeta = (f: TextField) => (META_FIELDS as readonly string[]).includes(f);
+
+/** ts_rank weights {D, C, B, A}: title > tags > content > metadata. */
+export const RANK_WEIGHTS = '{0.1, 0.2, 0.4, 1.0}';
+
+/** PostgreSQL stores positions up to 16383 and at most 256 per lexeme. */
+const MAX_POSITION = 16383;
+const MAX_POSITIONS_PER_LEXEME = 256;
+/** tsvector is limited to 1 MB; content past this estimate is not indexed (docs/search.md). */
+export const VECTOR_BUDGET_BYTES = 800_000;
+
+const stemLexeme = (f: TextField, stem: string) => (isMeta(f) ? `${f}:${stem}` : stem);
+const wordLexeme = (f: TextField, word: string) => (isMeta(f) ? `${f}=${word}` : `=${word}`);
+const quote = (lexeme: string) => `'${lexeme.replaceAll('\\', '\\\\').replaceAll("'", "''")}'`;
+
+/** The lexeme family and weight letters that select `fields` (all free-text fields need no letters). */
+function target(fields: readonly TextField[]): { field: TextField; weights: string } {
+  const field = fields[0]!;
+  if (isMeta(field)) return { field, weights: '' };
+  const all = FREE_TEXT_FIELDS.every((f) => fields.includes(f));
+  return { field, weights: all ? '' : fields.map((f) => WEIGHT[f]).join('') };
+}
+
+function leafQuery(leaf: Leaf, only?: TextField): string {
+  if (leaf.kind === 'type') return `(${leaf.types.map((t) => quote(`#${t}`)).join(' | ')})`;
+  const { field, weights } = target(only ? [only] : leaf.fields);
+  const w = weights === '' ? '' : `:${weights}`;
+  switch (leaf.kind) {
+    case 'stems':
+      return `(${leaf.stems.map((s) => quote(stemLexeme(field, s)) + w).join(' <-> ')})`;
+    case 'prefix':
+      return `${quote(wordLexeme(field, leaf.prefix))}:*${weights}`;
+    case 'words':
+      return `(${leaf.words.map((word) => quote(wordLexeme(field, word)) + w).join(' | ')})`;
+  }
+}
+
+/** The whole plan as a tsquery (matching). */
+export function compileTsquery(plan: Plan): string {
+  switch (plan.kind) {
+    case 'not':
+      return `!${leafQuery(plan.leaf)}`;
+    case 'and':
+      return `(${plan.children.map(compileTsquery).join(' & ')})`;
+    case 'or':
+      return `(${plan.children.map(compileTsquery).join(' | ')})`;
+    default:
+      return leafQuery(plan);
+  }
+}
+
+/**
+ * What ts_rank scores against the `rank` vector (stems of title, tags and content only): each
+ * positive text leaf in stem form (a wildcard by its stem prefix or its words' stems); metadata and
+ * type leaves do not rank. Null when nothing is left to rank.
+ */
+export function rankTsquery(plan: Plan): string | null {
+  const parts: string[] = [];
+  for (const leaf of positiveLeaves(plan)) {
+    if (leaf.kind === 'type' || isMeta(leaf.fields[0]!)) continue;
+    const { weights } = target(leaf.fields);
+    const w = weights === '' ? '' : `:${weights}`;
+    if (leaf.kind === 'stems') parts.push(leafQuery(leaf));
+    else if (leaf.kind === 'prefix') parts.push(`${quote(leaf.prefix)}:*${weights}`);
+    else parts.push(`(${[...new Set(leaf.words.map(stemWord))].map((s) => quote(s) + w).join(' | ')})`);
+  }
+  return parts.length > 0 ? parts.join(' | ') : null;
+}
+
+/** Any positive leaf that can match in `field`, restricted to it; null when none can. */
+export function fieldTsquery(plan: Plan, field: 'title' | 'tags'): string | null {
+  const leaves = positiveLeaves(plan).filter((l) => l.kind !== 'type' && l.fields.includes(field));
+  return leaves.length > 0 ? leaves.map((l) => leafQuery(l, field)).join(' | ') : null;
+}
+
+class VectorBuilder {
+  private readonly entries = new Map<string, { last: number; positions: string[] }>();
+  bytes = 0;
+
+  constructor(private readonly maxPositions = MAX_POSITIONS_PER_LEXEME) {}
+
+  add(lexeme: string, position: number, weight: string): void {
+    const pos = Math.min(position, MAX_POSITION);
+    let entry = this.entries.get(lexeme);
+    if (!entry) {
+      entry = { last: 0, positions: [] };
+      this.entries.set(lexeme, entry);
+      this.bytes += Buffer.byteLength(lexeme) + 8;
+    }
+    if (entry.positions.length >= this.maxPositions || entry.last === pos) return;
+    entry.last = pos;
+    entry.positions.push(`${pos}${weight}`);
+    this.bytes += 2;
+  }
+
+  toString(): string {
+    return [...this.entries].map(([lex, e]) => `${quote(lex)}:${e.positions.join(',')}`).join(' ');
+  }
+}
+
+const ORDER: readonly TextField[] = ['title', 'tags', 'author', 'status', 'description'];
+
+/** ts_rank's sum over a word's occurrences converges fast; more positions only cost reading time. */
+const RANK_POSITIONS = 8;
+
+/**
+ * The tsvector texts of a document: `vector` (every lexeme, for matching), `head` (title and tags,
+ * for the score's tiers), `rank` (stems of title, tags and content with a few positions each: the
+ * small vector ts_rank reads for every match), and the distinct words indexed. Content comes last
+ * and stops at VECTOR_BUDGET_BYTES.
+ */
+export function buildVectors(doc: IndexDocument): {
+  vector: string;
+  head: string;
+  rank: string;
+  words: string[];
+} {
+  const stem = cachedStemmer();
+  const vector = new VectorBuilder();
+  const head = new VectorBuilder();
+  const rank = new VectorBuilder(RANK_POSITIONS);
+  const words = new Set<string>();
+  let position = 1;
+  const addField = (field: TextField): boolean => {
+    const free = FREE_TEXT_FIELDS.includes(field);
+    for (const segment of doc.fields[field]) {
+      for (const word of segment) {
+        if (vector.bytes > VECTOR_BUDGET_BYTES) return false;
+        const s = stem(word);
+        for (const b of field === 'title' || field === 'tags' ? [vector, head] : [vector]) {
+          b.add(stemLexeme(field, s), position, WEIGHT[field]);
+          b.add(wordLexeme(field, word), position, WEIGHT[field]);
+        }
+        if (free) rank.add(s, position, WEIGHT[field]);
+        words.add(word);
+        position++;
+      }
+      position++; // a gap, so that `<->` never joins two fields or two tags
+    }
+    return true;
+  };
+  for (const field of ORDER) addField(field);
+  vector.add(`#${doc.type}`, position, 'D');
+  position += 2;
+  addField('content');
+  return {
+    vector: vector.toString(),
+    head: head.toString(),
+    rank: rank.toString(),
+    words: [...words].sort(),
+  };
+}

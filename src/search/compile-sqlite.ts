@@ -1,0 +1,92 @@
+// Plan -> one FTS5 MATCH expression, and the FTS5 row of a document. The FTS5 table gets text that
+// is already folded, split and stemmed (document.ts), so its `ascii` tokenizer only splits on spaces.
+import { cachedStemmer, type IndexDocument, TEXT_FIELDS, type TextField } from './document.ts';
+import { isPositivePlan, type Leaf, negatePlan, type Plan } from './plan.ts';
+
+/**
+ * Column order of `search_fts` (migration 0002). `<field>` columns hold stems (terms, phrases);
+ * `<field>_x` columns hold the exact folded words (wildcards); `type` holds the object's type.
+ */
+export const FTS_COLUMNS = ['type', ...TEXT_FIELDS, ...TEXT_FIELDS.map((f) => `${f}_x` as const)] as const;
+
+/** Placed between tags so that a phrase never spans two of them; no query can produce it. */
+export const SEGMENT_BREAK = '\u00b7';
+
+const exact = (f: TextField) => `${f}_x`;
+
+/** bm25 column weights, in FTS_COLUMNS order: title > tags > content > metadata and type. */
+function weights(pick: (column: string) => number): string {
+  return FTS_COLUMNS.map((c) => pick(c).toFixed(1)).join(', ');
+}
+const BASE = (c: string) => c.replace(/_x$/, '');
+export const RANK_WEIGHTS = weights((c) => {
+  const field = BASE(c);
+  if (field === 'title') return 10;
+  if (field === 'tags') return 5;
+  if (field === 'content') return 1;
+  return 0.5;
+});
+/** Weights under which bm25 is non-zero exactly when a matched term is in the title (or the tags). */
+export const TITLE_WEIGHTS = weights((c) => (BASE(c) === 'title' ? 1 : 0));
+export const TAGS_WEIGHTS = weights((c) => (BASE(c) === 'tags' ? 1 : 0));
+
+/**
+ * FTS5 rowids cluster by account: `account seq * 2^32 + n`. A rowid range then confines every
+ * doclist walk (and bm25's work) to one account; an account token in the MATCH would make bm25
+ * count that token's whole doclist on every query. Both parts stay within 2^53 (safe integers).
+ */
+export const DOCS_PER_ACCOUNT = 2 ** 32;
+export const MAX_ACCOUNT_SEQ = 2 ** 21 - 1;
+
+const quote = (token: string) => `"${token.replaceAll('"', '""')}"`;
+const columns = (names: string[]) => (names.length === 1 ? names[0]! : `{${names.join(' ')}}`);
+
+function leafSql(leaf: Leaf): string {
+  switch (leaf.kind) {
+    case 'stems':
+      return `(${columns([...leaf.fields])} : ${quote(leaf.stems.join(' '))})`;
+    case 'prefix':
+      return `(${columns(leaf.fields.map(exact))} : ${quote(leaf.prefix)} *)`;
+    case 'words':
+      return `(${columns(leaf.fields.map(exact))} : (${leaf.words.map(quote).join(' OR ')}))`;
+    case 'type':
+      return `(type : (${leaf.types.map(quote).join(' OR ')}))`;
+  }
+}
+
+/** A positive plan as FTS5 syntax; FTS5's NOT is binary, so `a AND NOT b` becomes `a NOT b`. */
+function planSql(plan: Plan): string {
+  switch (plan.kind) {
+    case 'not':
+      throw new Error('a NOT reached the FTS5 compiler without a positive left side');
+    case 'or':
+      return `(${plan.children.map(planSql).join(' OR ')})`;
+    case 'and': {
+      const positive = plan.children.filter(isPositivePlan);
+      const negative = plan.children.filter((c) => !isPositivePlan(c));
+      const base = `(${positive.map(planSql).join(' AND ')})`;
+      if (negative.length === 0) return base;
+      // The complement of a non-positive plan is positive (see plan.ts), so it can follow NOT.
+      return `(${base} NOT (${negative.map((n) => planSql(negatePlan(n))).join(' OR ')}))`;
+    }
+    default:
+      return leafSql(plan);
+  }
+}
+
+/** The MATCH expression for a plan. */
+export function compileMatch(plan: Plan): string {
+  return planSql(plan);
+}
+
+/** The FTS5 column values of a document, in FTS_COLUMNS order. */
+export function ftsRow(doc: IndexDocument): string[] {
+  const stem = cachedStemmer();
+  const join = (segments: string[][], map: (w: string) => string) =>
+    segments.map((s) => s.map(map).join(' ')).join(` ${SEGMENT_BREAK} `);
+  return [
+    doc.type,
+    ...TEXT_FIELDS.map((f) => join(doc.fields[f], stem)),
+    ...TEXT_FIELDS.map((f) => join(doc.fields[f], (w) => w)),
+  ];
+}

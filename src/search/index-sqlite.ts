@@ -1,0 +1,215 @@
+// The search index on SQLite: FTS5 rows written inside the caller's transaction, the ranked query,
+// and wildcard expansion through the account's vocabulary (trigram FTS5 table over its words).
+import { type RawBuilder, sql } from 'kysely';
+import type { Db } from '../db/types.ts';
+import {
+  compileMatch,
+  DOCS_PER_ACCOUNT,
+  FTS_COLUMNS,
+  ftsRow,
+  MAX_ACCOUNT_SEQ,
+  RANK_WEIGHTS,
+  TAGS_WEIGHTS,
+  TITLE_WEIGHTS,
+} from './compile-sqlite.ts';
+import { distinctWords, type IndexDocument, type IndexedRow } from './document.ts';
+import type { SearchHit, SearchPage, SearchQuery } from './search-index.ts';
+import { patternParts } from './text.ts';
+
+/** The words an indexed document adds to the account's vocabulary. */
+export const wordsOf = (doc: IndexDocument): string[] => distinctWords(doc);
+
+/** The next FTS5 rowid of the account's range (see DOCS_PER_ACCOUNT). */
+async function nextDoc(db: Db, accountId: string): Promise<number> {
+  const { rows } = await sql<{ seq: number; n: number }>`
+    INSERT INTO search_accounts (account_id) VALUES (${accountId})
+    ON CONFLICT (account_id) DO UPDATE SET next_doc = next_doc + 1
+    RETURNING seq, next_doc AS n`.execute(db);
+  const { seq, n } = rows[0]!;
+  if (seq > MAX_ACCOUNT_SEQ || n >= DOCS_PER_ACCOUNT) throw new Error('search index rowid space exhausted');
+  return seq * DOCS_PER_ACCOUNT + n;
+}
+
+/** The account's rowid range, or null when it has never indexed anything. */
+async function accountRange(db: Db, accountId: string): Promise<[number, number] | null> {
+  const { rows } = await sql<{ seq: number }>`
+    SELECT seq FROM search_accounts WHERE account_id = ${accountId}`.execute(db);
+  if (!rows[0]) return null;
+  const lo = rows[0].seq * DOCS_PER_ACCOUNT;
+  return [lo, lo + DOCS_PER_ACCOUNT - 1];
+}
+
+/** Adds the object's rows; returns its distinct words. */
+export async function insertDocument(db: Db, row: IndexedRow, doc: IndexDocument): Promise<string[]> {
+  const rowid = await nextDoc(db, row.account_id);
+  await sql`
+    INSERT INTO search_documents (doc, account_id, id, type, title_sort, created_at, tags, metadata)
+    VALUES (${rowid}, ${row.account_id}, ${row.id}, ${row.type}, ${row.title_sort}, ${row.created_at},
+      ${row.tags}, ${row.metadata})`.execute(db);
+  await sql`
+    INSERT INTO search_fts (rowid, ${sql.raw(FTS_COLUMNS.join(', '))})
+    VALUES (${rowid}, ${sql.join(ftsRow(doc))})`.execute(db);
+  return wordsOf(doc);
+}
+
+/**
+ * Removes the object from the index; `doc` must be built from the row as it was indexed: FTS5's
+ * 'delete' needs the original tokens, and with secure-delete it erases them. False when not indexed.
+ */
+export async function removeDocument(db: Db, doc: IndexDocument): Promise<boolean> {
+  const { rows } = await sql<{ doc: number }>`
+    DELETE FROM search_documents WHERE account_id = ${doc.accountId} AND id = ${doc.id}
+    RETURNING doc`.execute(db);
+  if (!rows[0]) return false;
+  await sql`
+    INSERT INTO search_fts (search_fts, rowid, ${sql.raw(FTS_COLUMNS.join(', '))})
+    VALUES ('delete', ${rows[0].doc}, ${sql.join(ftsRow(doc))})`.execute(db);
+  return true;
+}
+
+/** Applies word -> +1/-1 to the account's vocabulary; words no object holds any more are deleted. */
+export async function applyVocabulary(
+  db: Db,
+  accountId: string,
+  delta: Record<string, number>,
+): Promise<void> {
+  const json = JSON.stringify(delta);
+  if (json === '{}') return;
+  await sql`
+    INSERT INTO search_vocab (account_id, word, docs)
+    SELECT ${accountId}, key, value FROM json_each(${json}) WHERE true
+    ON CONFLICT (account_id, word) DO UPDATE SET docs = docs + excluded.docs`.execute(db);
+  if (!Object.values(delta).some((d) => d < 0)) return;
+  await sql`
+    DELETE FROM search_vocab
+    WHERE account_id = ${accountId} AND docs <= 0 AND word IN (SELECT key FROM json_each(${json}))`.execute(
+    db,
+  );
+}
+
+/**
+ * Up to `max` of the account's words that may match a `*` pattern, most frequent first. A literal
+ * run of three or more characters goes through the trigram index, else a literal start through the
+ * vocabulary's B-tree; only patterns like `*a*b` scan the account's vocabulary.
+ */
+export async function expandPattern(
+  db: Db,
+  accountId: string,
+  pattern: string,
+  max: number,
+): Promise<string[]> {
+  const { prefix, longest } = patternParts(pattern);
+  const like = pattern.replaceAll('*', '%');
+  let range: RawBuilder<unknown> = sql``;
+  if ([...longest].length >= 3) {
+    range = sql`AND id IN (SELECT rowid FROM search_vocab_tri WHERE word LIKE ${like})`;
+  } else if (prefix !== '') {
+    range = sql`AND word >= ${prefix} AND word < ${`${prefix}\u{10FFFF}`}`;
+  }
+  const { rows } = await sql<{ word: string }>`
+    SELECT word FROM search_vocab
+    WHERE account_id = ${accountId} ${range} AND word LIKE ${like}
+    ORDER BY docs DESC, word LIMIT ${max}`.execute(db);
+  return rows.map((r) => r.word);
+}
+
+/**
+ * Score in (0, 1]: title hits above tag hits above the rest, then bm25 (s = -b >= 0) squashed into
+ * the tier as 0.5 + 0.5 * s / (s + 10), written with one reference to `b` so bm25 runs once per row.
+ */
+const SCORE = sql.raw(
+  `(CASE WHEN r.bt < 0 THEN 4 ELSE 0 END + CASE WHEN r.bg < 0 THEN 2 ELSE 0 END
+    + 1.0 - 5.0 / (10.0 - r.b)) / 7.0`,
+);
+
+/** One page of hits (id and score) and the total, all within `q.accountId`. */
+export async function search(db: Db, q: SearchQuery): Promise<SearchPage> {
+  const range = await accountRange(db, q.accountId);
+  if (!range) return { hits: [], total: 0 };
+  // The account's rowid range confines FTS5 to the account; `s.account_id` says it again in SQL
+  // wherever object rows are read.
+  const fts = sql`search_fts MATCH ${compileMatch(q.plan)}
+    AND search_fts.rowid BETWEEN ${range[0]} AND ${range[1]}`;
+  const conditions: RawBuilder<unknown>[] = [];
+  for (const f of q.filters) {
+    // Not in the MATCH: bm25 would count the type's whole posting list on every query.
+    if (f.kind === 'type') conditions.push(sql`s.type = ${f.value}`);
+    else if (f.kind === 'tag') {
+      conditions.push(sql`EXISTS (SELECT 1 FROM json_each(s.tags) t WHERE t.value = ${f.value})`);
+    } else if (f.kind === 'metadata') {
+      conditions.push(
+        sql`EXISTS (SELECT 1 FROM json_each(s.metadata) m WHERE m.key = ${f.key} AND m.value = ${f.value})`,
+      );
+    }
+  }
+  if (q.from !== undefined) conditions.push(sql`s.created_at >= ${q.from}`);
+  if (q.to !== undefined) conditions.push(sql`s.created_at <= ${q.to}`);
+  // Relevance order over the FTS5 rows alone is the hot path: no per-match row lookup.
+  if (conditions.length === 0 && q.sort === 'relevance') return searchByRelevance(db, q, fts);
+
+  const where = sql.join([sql`s.account_id = ${q.accountId}`, ...conditions], sql` AND `);
+  const desc = q.order === 'desc';
+  const order = {
+    relevance: desc ? sql`score DESC, s.doc ASC` : sql`score ASC, s.doc DESC`,
+    date: desc ? sql`s.created_at DESC, s.id DESC` : sql`s.created_at ASC, s.id ASC`,
+    title: desc ? sql`s.title_sort DESC, s.id DESC` : sql`s.title_sort ASC, s.id ASC`,
+  }[q.sort];
+  // CROSS JOIN fixes the loop order: the FTS5 match drives and rows are looked up by key; left to
+  // itself the planner may scan by date and run the MATCH once per row.
+  const { rows } = await sql<{ id: string; score: number }>`
+    SELECT s.id AS id, ${SCORE} AS score
+    FROM (${ranked(fts)}) r
+    CROSS JOIN search_documents s ON s.doc = r.doc
+    WHERE ${where}
+    ORDER BY ${order}
+    LIMIT ${q.limit} OFFSET ${q.offset}`.execute(db);
+  return withTotal(q, rows, async () => {
+    const count = await sql<{ n: number }>`
+      SELECT count(*) AS n FROM search_fts
+      CROSS JOIN search_documents s ON s.doc = search_fts.rowid
+      WHERE ${fts} AND ${where}`.execute(db);
+    return Number(count.rows[0]?.n ?? 0);
+  });
+}
+
+const ranked = (fts: RawBuilder<unknown>) => sql`
+  SELECT search_fts.rowid AS doc,
+    bm25(search_fts, ${sql.raw(RANK_WEIGHTS)}) AS b,
+    bm25(search_fts, ${sql.raw(TITLE_WEIGHTS)}) AS bt,
+    bm25(search_fts, ${sql.raw(TAGS_WEIGHTS)}) AS bg
+  FROM search_fts WHERE ${fts}`;
+
+/**
+ * Ranks in FTS5 alone, then looks up the page's ids by key. (`+account_id` still filters but keeps
+ * the planner off the account index, which it would otherwise walk end to end.)
+ */
+async function searchByRelevance(db: Db, q: SearchQuery, fts: RawBuilder<unknown>): Promise<SearchPage> {
+  const order = q.order === 'desc' ? sql`score DESC, r.doc ASC` : sql`score ASC, r.doc DESC`;
+  const { rows: page } = await sql<{ doc: number; score: number }>`
+    SELECT r.doc AS doc, ${SCORE} AS score FROM (${ranked(fts)}) r
+    ORDER BY ${order} LIMIT ${q.limit} OFFSET ${q.offset}`.execute(db);
+  const docs = page.map((r) => r.doc);
+  const { rows: ids } =
+    docs.length === 0
+      ? { rows: [] }
+      : await sql<{ doc: number; id: string }>`
+          SELECT doc, id FROM search_documents
+          WHERE doc IN (${sql.join(docs)}) AND +account_id = ${q.accountId}`.execute(db);
+  const idOf = new Map(ids.map((r) => [r.doc, r.id]));
+  const rows = page.flatMap((r) => (idOf.has(r.doc) ? [{ id: idOf.get(r.doc)!, score: r.score }] : []));
+  return withTotal(q, rows, async () => {
+    const count = await sql<{ n: number }>`SELECT count(*) AS n FROM search_fts WHERE ${fts}`.execute(db);
+    return Number(count.rows[0]?.n ?? 0);
+  });
+}
+
+/** A short page tells the total; only a full or an empty later page needs counting (cheaper than a window). */
+async function withTotal(
+  q: SearchQuery,
+  hits: SearchHit[],
+  count: () => Promise<number>,
+): Promise<SearchPage> {
+  if (hits.length > 0 && hits.length < q.limit) return { hits, total: q.offset + hits.length };
+  if (hits.length === 0 && q.offset === 0) return { hits, total: 0 };
+  return { hits, total: await count() };
+}

@@ -1,0 +1,111 @@
+// The one dialect switch of search: index maintenance called inside the data service's write
+// transactions, wildcard expansion, and the ranked query. Everything above this file is dialect-free.
+import type { Db, Dialect } from '../db/types.ts';
+import { buildIndexDocument, type IndexedRow, vocabularyDelta } from './document.ts';
+import * as postgres from './index-postgres.ts';
+import * as sqlite from './index-sqlite.ts';
+import type { Plan } from './plan.ts';
+import { matchesWildcard } from './text.ts';
+
+/** An exact-match filter of `GET /search` (decisions §6). */
+export type SearchFilter =
+  | { kind: 'type'; value: string }
+  | { kind: 'tag'; value: string }
+  | { kind: 'metadata'; key: string; value: string };
+
+export type SearchSort = 'relevance' | 'date' | 'title';
+
+/** A resolved search within one account; `from`/`to` are inclusive ISO instants. */
+export interface SearchQuery {
+  accountId: string;
+  plan: Plan;
+  filters: SearchFilter[];
+  from?: string;
+  to?: string;
+  sort: SearchSort;
+  order: 'asc' | 'desc';
+  limit: number;
+  offset: number;
+}
+
+export interface SearchHit {
+  id: string;
+  score: number;
+}
+
+export interface SearchPage {
+  hits: SearchHit[];
+  total: number;
+}
+
+/** At most this many of the account's words stand in for one suffix or infix wildcard. */
+export const MAX_EXPANSIONS = 128;
+
+/** At most this many suffix or infix wildcards per query: each costs a vocabulary lookup. */
+export const MAX_EXPANDED_PATTERNS = 8;
+
+const impl = (dialect: Dialect) => (dialect === 'postgres' ? postgres : sqlite);
+
+/** Indexes a new data object; call inside the transaction that inserts it. */
+export async function indexDataObject(db: Db, dialect: Dialect, row: IndexedRow): Promise<void> {
+  const words = await impl(dialect).insertDocument(db, row, buildIndexDocument(row));
+  await impl(dialect).applyVocabulary(db, row.account_id, vocabularyDelta([], words));
+}
+
+/** Replaces the index entry of an updated data object; call inside the transaction that updates it. */
+export async function reindexDataObject(
+  db: Db,
+  dialect: Dialect,
+  before: IndexedRow,
+  after: IndexedRow,
+): Promise<void> {
+  const { removeDocument, insertDocument, wordsOf, applyVocabulary } = impl(dialect);
+  // The old entry is recomputed from the old row: the same text gives the same tokens and words.
+  const old = buildIndexDocument(before);
+  const was = (await removeDocument(db, old)) ? wordsOf(old) : [];
+  const now = await insertDocument(db, after, buildIndexDocument(after));
+  await applyVocabulary(db, after.account_id, vocabularyDelta(was, now));
+}
+
+/** Removes a data object from the index; call inside the deleting transaction, before the row goes. */
+export async function unindexDataObject(
+  db: Db,
+  dialect: Dialect,
+  accountId: string,
+  id: string,
+): Promise<void> {
+  const row = await db
+    .selectFrom('data_objects')
+    .select(['account_id', 'id', 'title', 'type', 'content', 'tags', 'metadata'])
+    .where('account_id', '=', accountId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+  if (!row) return;
+  const { removeDocument, wordsOf, applyVocabulary } = impl(dialect);
+  const old = buildIndexDocument(row);
+  if (await removeDocument(db, old)) await applyVocabulary(db, accountId, vocabularyDelta(wordsOf(old), []));
+}
+
+/** The account's words matching each `*` pattern (most frequent first, at most MAX_EXPANSIONS). */
+export async function expandWildcards(
+  db: Db,
+  dialect: Dialect,
+  accountId: string,
+  patterns: readonly string[],
+): Promise<Map<string, string[]>> {
+  const out = new Map<string, string[]>();
+  for (const pattern of patterns) {
+    const words = await impl(dialect).expandPattern(db, accountId, pattern, MAX_EXPANSIONS);
+    // SQL LIKE and the glob agree on letters and digits; checking again costs nothing.
+    out.set(
+      pattern,
+      words.filter((w) => matchesWildcard(pattern, w)),
+    );
+  }
+  return out;
+}
+
+/** One page of ranked hits and the total count. */
+export function searchIndex(db: Db, dialect: Dialect, q: SearchQuery): Promise<SearchPage> {
+  return impl(dialect).search(db, q);
+}

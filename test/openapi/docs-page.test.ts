@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { type Browser, chromium } from 'playwright-core';
+import { type ServeProcess, startServe } from '../helpers/process.ts';
+
+const CHROMIUM = '/usr/bin/chromium';
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+];
+
+// In CI the browser is installed by .ci/run first and this test must run; elsewhere it says how.
+const installed = fs.existsSync(CHROMIUM);
+if (!installed && process.env.CI === 'true') {
+  throw new Error(`CI=true but ${CHROMIUM} is missing: run scripts/install-chromium.sh before the tests.`);
+}
+const skip = installed
+  ? false
+  : `${CHROMIUM} is missing: run scripts/install-chromium.sh (as root) to run this test`;
+
+describe('GET /docs in headless Chromium', { skip }, () => {
+  let dataDir: string;
+  let serve: ServeProcess;
+  let browser: Browser;
+  before(async () => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ads-docs-'));
+    serve = await startServe({ ADS_DATA_DIR: dataDir });
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+  });
+  after(async () => {
+    await browser?.close();
+    await serve?.stop();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('renders the reference and lists every operation and webhook event of the document', async () => {
+    const doc = (await serve.fetch('GET', '/v1/openapi.json')).body;
+    const expected = Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(
+      ([p, item]) => Object.keys(item).map((method) => `${method.toUpperCase()} ${p}`),
+    );
+    assert.ok(expected.length >= 25, `the document lists ${expected.length} operations`);
+    // The OpenAPI 3.1 webhooks section is shown too, one block per event.
+    expected.push(...Object.keys(doc.webhooks).map((event) => `POST ${event}`));
+
+    const context = await browser.newContext({ ignoreHTTPSErrors: true });
+    const page = await context.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (err) => errors.push(err.message));
+    const response = await page.goto(`${serve.url}/docs`);
+    assert.equal(response?.status(), 200);
+    await page.locator('.opblock-summary-path').first().waitFor({ timeout: 30_000 });
+    await page.getByText('Account Data Service API').first().waitFor();
+
+    const listed = await page.$$eval('.opblock', (blocks) =>
+      blocks.map((b) => {
+        const method = b.querySelector('.opblock-summary-method')?.textContent?.trim() ?? '';
+        const where = b.querySelector('.opblock-summary-path')?.getAttribute('data-path') ?? '';
+        return `${method.toUpperCase()} ${where}`;
+      }),
+    );
+    const missing = expected.filter((op) => !listed.includes(op));
+    assert.deepEqual(missing, [], `operations not shown on /docs (shown: ${listed.length})`);
+    assert.deepEqual(errors, [], 'the page ran without script errors');
+    await context.close();
+  });
+});

@@ -1,0 +1,174 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import Ajv2020Module from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+import { EVENT_NAMES } from '../../src/events/outbox.ts';
+import { createHarness } from '../helpers/harness.ts';
+
+// biome-ignore lint/suspicious/noExplicitAny: the OpenAPI document is untyped JSON.
+type Json = Record<string, any>;
+
+const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
+const PUBLIC = ['GET /healthz', 'GET /readyz', 'POST /v1/invitations/accept'];
+const UNDOCUMENTED = /^\/(v1\/openapi\.json|docs)(\/|$)/;
+
+/** `METHOD /path/{param}` of every route, read from Fastify's own route tree. */
+function registeredRoutes(tree: string): Set<string> {
+  const routes = new Set<string>();
+  const stack: string[] = [];
+  for (const line of tree.split('\n')) {
+    const m = /^((?:│ {3}| {4})*)[├└]── (.+?)(?: \(([A-Z, ]+)\))?$/.exec(line);
+    if (!m) continue;
+    const depth = m[1]!.length / 4;
+    stack.length = depth;
+    stack.push(m[2]!);
+    const path = stack.join('').replace(/:([A-Za-z_]+)/g, '{$1}');
+    for (const method of (m[3] ?? '').split(', ').filter((x) => x && x !== 'HEAD')) {
+      if (!UNDOCUMENTED.test(path)) routes.add(`${method} ${path}`);
+    }
+  }
+  return routes;
+}
+
+function operations(doc: Json): [string, Json][] {
+  return Object.entries(doc.paths as Json).flatMap(([path, item]) =>
+    METHODS.filter((m) => item[m]).map((m): [string, Json] => [`${m.toUpperCase()} ${path}`, item[m]]),
+  );
+}
+
+describe('OpenAPI document', () => {
+  const h = createHarness('sqlite');
+  let doc: Json;
+  before(async () => {
+    await h.setup();
+    const res = await h.request('GET', '/v1/openapi.json');
+    assert.equal(res.status, 200);
+    doc = res.body;
+  });
+  after(() => h.teardown());
+
+  it('is OpenAPI 3.1 with the bearer scheme, and leaves out the document and /docs', () => {
+    assert.equal(doc.openapi, '3.1.0');
+    assert.deepEqual(doc.components.securitySchemes.bearer, {
+      ...doc.components.securitySchemes.bearer,
+      type: 'http',
+      scheme: 'bearer',
+    });
+    const paths = Object.keys(doc.paths);
+    assert.ok(!paths.some((p) => UNDOCUMENTED.test(p)), paths.join(', '));
+  });
+
+  it('describes every registered route, and nothing else', () => {
+    const registered = registeredRoutes(h.app.printRoutes({ commonPrefix: false }));
+    const documented = new Set(operations(doc).map(([key]) => key));
+    assert.ok(registered.size >= 25, `only ${registered.size} routes parsed`);
+    assert.deepEqual(
+      [...registered].filter((r) => !documented.has(r)),
+      [],
+      'routes missing from the document',
+    );
+    assert.deepEqual(
+      [...documented].filter((r) => !registered.has(r)),
+      [],
+      'documented routes that do not exist',
+    );
+  });
+
+  it('gives every operation an id, a summary, known tags, its security and its error statuses', () => {
+    const tags = new Set((doc.tags as Json[]).map((t) => t.name));
+    const ids = new Set<string>();
+    for (const [key, op] of operations(doc)) {
+      assert.ok(op.operationId && !ids.has(op.operationId), `${key}: operationId`);
+      ids.add(op.operationId);
+      assert.ok(op.summary, `${key}: summary`);
+      assert.ok(op.tags?.length && op.tags.every((t: string) => tags.has(t)), `${key}: tags`);
+      const statuses = Object.keys(op.responses);
+      assert.ok(
+        statuses.some((s) => s.startsWith('2')),
+        `${key}: a 2xx response`,
+      );
+      for (const [status, response] of Object.entries(op.responses as Json)) {
+        assert.ok(response.description && response.description !== 'Default Response', `${key} ${status}`);
+        assert.ok(response.headers?.['X-Request-Id'], `${key} ${status}: X-Request-Id`);
+      }
+      if (PUBLIC.includes(key)) {
+        assert.deepEqual(op.security, [], `${key} is public`);
+        continue;
+      }
+      const scope = op['x-required-scope'];
+      assert.ok(['read', 'write', 'admin', 'any'].includes(scope), `${key}: x-required-scope`);
+      assert.deepEqual(op.security, [{ bearer: scope === 'any' ? [] : [scope] }], `${key}: security`);
+      for (const s of ['400', '401', '403', '429', '500'].filter((x) => x !== '400' || op.requestBody)) {
+        assert.ok(statuses.includes(s), `${key}: ${s} response`);
+      }
+      assert.equal(op.responses['429'].headers['Retry-After'].$ref, '#/components/headers/Retry-After');
+      const ok = op.responses[statuses.find((s) => s.startsWith('2'))!];
+      for (const header of ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'RateLimit']) {
+        assert.ok(ok.headers[header], `${key}: ${header} on success`);
+      }
+      assert.ok(ok.headers['RateLimit-Policy'], `${key}: RateLimit-Policy on success`);
+    }
+  });
+
+  it('has a webhooks entry per event with the payload envelope and the signature headers', () => {
+    assert.deepEqual(Object.keys(doc.webhooks).sort(), [...EVENT_NAMES, 'webhook.test'].sort());
+    for (const [event, item] of Object.entries(doc.webhooks as Json)) {
+      const op = item.post;
+      const schema = op.requestBody.content['application/json'].schema;
+      assert.deepEqual(schema.required, ['id', 'event', 'timestamp', 'account_id', 'data'], event);
+      assert.deepEqual(schema.properties.event.enum, [event]);
+      const headers = (op.parameters as Json[]).map((p) => p.name);
+      for (const name of ['X-Service-Signature', 'webhook-id', 'webhook-timestamp', 'webhook-signature']) {
+        assert.ok(headers.includes(name), `${event}: ${name}`);
+      }
+    }
+  });
+
+  it('has examples that are valid against their own schemas', () => {
+    const ajv = new Ajv2020Module.default({ strict: false, validateSchema: false, allErrors: true });
+    addFormatsModule.default(ajv);
+    ajv.addSchema(doc, 'openapi');
+    const ptr = (...parts: (string | number)[]) =>
+      parts.map((p) => String(p).replace(/~/g, '~0').replace(/\//g, '~1')).join('/');
+    let checked = 0;
+    const check = (at: string, value: unknown) => {
+      const v = ajv.getSchema(`openapi#/${at}/schema`);
+      assert.ok(v, `no schema at ${at}`);
+      assert.ok(v(value), `${at}: ${ajv.errorsText(v.errors)} in ${JSON.stringify(value)}`);
+      checked++;
+    };
+    const media = (at: string, m: Json | undefined) => {
+      if (!m?.schema) return;
+      if (m.example !== undefined) check(at, m.example);
+      for (const ex of Object.values((m.examples ?? {}) as Json)) check(at, ex.value);
+    };
+    for (const section of ['paths', 'webhooks']) {
+      for (const [path, item] of Object.entries(doc[section] as Json)) {
+        for (const method of METHODS.filter((m) => item[m])) {
+          const op = item[method];
+          media(
+            ptr(section, path, method, 'requestBody', 'content', 'application/json'),
+            op.requestBody?.content?.['application/json'],
+          );
+          (op.parameters ?? []).forEach((p: Json, i: number) => {
+            if (p.example !== undefined) check(ptr(section, path, method, 'parameters', i), p.example);
+          });
+          for (const [s, r] of Object.entries(op.responses as Json)) {
+            media(
+              ptr(section, path, method, 'responses', s, 'content', 'application/json'),
+              r.content?.['application/json'],
+            );
+          }
+        }
+      }
+    }
+    assert.ok(checked > 100, `only ${checked} examples`);
+  });
+
+  it('serves the reference page at /docs', async () => {
+    const res = await h.request('GET', '/docs');
+    assert.equal(res.status, 200);
+    assert.match(String(res.headers['content-type']), /^text\/html/);
+    assert.match(res.raw, /swagger-ui/i);
+  });
+});

@@ -1,0 +1,135 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import {
+  buildVectors,
+  compileTsquery,
+  fieldTsquery,
+  rankTsquery,
+} from '../../src/search/compile-postgres.ts';
+import { compileMatch, ftsRow } from '../../src/search/compile-sqlite.ts';
+import { buildIndexDocument, distinctWords, vocabularyDelta } from '../../src/search/document.ts';
+import { parseQuery } from '../../src/search/parser.ts';
+import { buildPlan, type Plan, vocabularyPatterns } from '../../src/search/plan.ts';
+
+const EXPANSIONS = new Map([
+  ['*ance', ['finance', 'balance']],
+  ['f*nce', ['finance']],
+]);
+const plan = (q: string) => buildPlan(parseQuery(q), EXPANSIONS);
+
+/** Compact form of a plan, so the tables stay readable. */
+function show(p: Plan): string {
+  switch (p.kind) {
+    case 'not':
+      return `!${show(p.leaf)}`;
+    case 'and':
+    case 'or':
+      return `(${p.kind} ${p.children.map(show).join(' ')})`;
+    case 'stems':
+      return `${p.fields.length === 3 ? '' : `${p.fields.join('|')}:`}${p.stems.join('_')}`;
+    case 'prefix':
+      return `${p.fields.length === 3 ? '' : `${p.fields.join('|')}:`}${p.prefix}*`;
+    case 'words':
+      return `${p.fields.length === 3 ? '' : `${p.fields.join('|')}:`}{${p.words.join(',')}}`;
+    case 'type':
+      return `type{${p.types.join(',')}}`;
+  }
+}
+
+describe('buildPlan', () => {
+  const cases: Array<[string, string | null]> = [
+    ['running reports', '(and run report)'],
+    ['"running reports"', 'run_report'],
+    ['fin*', 'fin*'],
+    ['*ance', '{finance,balance}'],
+    ['*zzz', null],
+    ['a OR *zzz', 'a'],
+    ['a -*zzz', 'a'],
+    ['a -type:memo', 'a'],
+    ['a type:memo', null],
+    ['type:note', 'type{note}'],
+    ['type:*o*', 'type{document,note,record}'],
+    ['type:"a b"', null],
+    ['title:fin* author:smith', '(and title:fin* author:smith)'],
+    ['a NOT (b OR c)', '(and a !b !c)'],
+    ['a NOT (b c)', '(and a (or !b !c))'],
+    ['a (b OR NOT c)', '(and a (or b !c))'],
+    ['a NOT (b OR NOT c)', '(and a !b c)'],
+    [`${'x'.repeat(129)} OR a`, 'a'],
+  ];
+  for (const [q, expected] of cases) {
+    test(`${q.slice(0, 30)} -> ${expected}`, () => {
+      const p = plan(q);
+      assert.equal(p === null ? null : show(p), expected);
+    });
+  }
+
+  test('only suffix and infix wildcards need the vocabulary', () => {
+    assert.deepEqual(vocabularyPatterns(parseQuery('fin* *ance f*nce type:*ote -*x*')).sort(), [
+      '*ance',
+      '*x*',
+      'f*nce',
+    ]);
+  });
+});
+
+describe('compilers', () => {
+  test('FTS5: NOT as a binary operator after a positive side', () => {
+    assert.equal(
+      compileMatch(plan('title:report (fin* OR *ance) -type:note')!),
+      '(((title : "report") AND (({title_x tags_x content_x} : "fin" *) OR ' +
+        '({title_x tags_x content_x} : ("finance" OR "balance")))) NOT ((type : ("note"))))',
+    );
+  });
+
+  test('tsquery: weights select fields, prefixed lexemes select metadata and exact words', () => {
+    const p = plan('title:report "a b" author:smi* -type:note')!;
+    assert.equal(compileTsquery(p), "(('report':A) & ('a' <-> 'b') & 'author=smi':* & !('#note'))");
+    assert.equal(rankTsquery(p), "('report':A) | ('a' <-> 'b')", 'metadata and type do not rank');
+    assert.equal(
+      rankTsquery(plan('fin* *ance')!),
+      "'fin':* | ('financ' | 'balanc')",
+      'wildcards rank by stems',
+    );
+    assert.equal(rankTsquery(plan('type:note author:x')!), null);
+    assert.equal(fieldTsquery(p, 'title'), "('report':A) | ('a':A <-> 'b':A)");
+    assert.equal(fieldTsquery(p, 'tags'), "('a':B <-> 'b':B)");
+    assert.equal(fieldTsquery(plan('author:x')!, 'title'), null);
+  });
+});
+
+describe('index documents', () => {
+  const row = {
+    account_id: 'acc_1',
+    id: 'dat_1',
+    title: 'Running Reports',
+    type: 'note',
+    content: "It's the café's report",
+    tags: JSON.stringify(['Q3 plan', 'ops']),
+    metadata: JSON.stringify({ author: 'Ann', other: 'hidden', status: 7 }),
+  };
+
+  test('fold, split, stem; tags are separate segments; only indexed string metadata is kept', () => {
+    const doc = buildIndexDocument(row);
+    assert.deepEqual(doc.fields.tags, [['q3', 'plan'], ['ops']]);
+    assert.deepEqual(doc.fields.author, [['ann']]);
+    assert.deepEqual(doc.fields.status, []);
+    assert.ok(!distinctWords(doc).includes('hidden'));
+    const fts = ftsRow(doc);
+    assert.equal(fts[1], 'run report');
+    assert.equal(fts[2], 'q3 plan \u00b7 op');
+    assert.equal(fts[8], 'q3 plan \u00b7 ops');
+  });
+
+  test('vocabulary deltas count each word once, sorted', () => {
+    assert.deepEqual(vocabularyDelta(['a', 'b', 'c'], ['b', 'd']), { a: -1, c: -1, d: 1 });
+    assert.deepEqual(vocabularyDelta([], []), {});
+  });
+
+  test('a PostgreSQL vector stays under its size limit however large the content', () => {
+    const huge = Array.from({ length: 200_000 }, (_, i) => `w${i.toString(36)}x`).join(' ');
+    const { vector, words } = buildVectors(buildIndexDocument({ ...row, content: huge }));
+    assert.ok(Buffer.byteLength(vector) < 4_000_000);
+    assert.ok(words.includes('w0x') && !words.includes(`w${(199_999).toString(36)}x`));
+  });
+});

@@ -1,0 +1,46 @@
+import assert from 'node:assert/strict';
+import { before, it } from 'node:test';
+import { describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
+import { search } from './corpus.ts';
+
+describeEachDatabase('GET /search: large objects', (h) => {
+  let acc: TestAccount;
+  let id: string;
+  before(async () => {
+    acc = await h.account('enterprise');
+    // ~3 MB of distinct words: more than a PostgreSQL tsvector can hold.
+    const words = Array.from({ length: 300_000 }, (_, i) => `w${i.toString(36)}q`);
+    const res = await h.request('POST', '/v1/data', {
+      key: acc.adminKey,
+      body: { title: 'Enormous ledger', type: 'record', content: `opening ${words.join(' ')} closing` },
+    });
+    assert.equal(res.status, 201, res.raw.slice(0, 500));
+    id = res.body.data.id;
+  });
+
+  it('is indexed and found by its title and its first words, with a short excerpt', async () => {
+    for (const q of ['enormous', 'opening', 'w0q', '"opening w0q"', 'w1*']) {
+      const res = await search(h, acc.adminKey, { q });
+      assert.equal(res.status, 200);
+      assert.deepEqual(
+        res.body.data.results.map((r: { id: string }) => r.id),
+        [id],
+        q,
+      );
+      assert.ok(res.body.data.results[0].excerpt.length < 1000, 'the excerpt stays short');
+    }
+  });
+
+  it('can be updated and deleted with its index entry', async () => {
+    const patch = await h.request('PATCH', `/v1/data/${id}`, {
+      key: acc.adminKey,
+      body: { content: 'tiny now' },
+    });
+    assert.equal(patch.status, 200);
+    assert.equal((await search(h, acc.adminKey, { q: 'opening' })).body.data.total, 0);
+    assert.equal((await search(h, acc.adminKey, { q: 'tiny' })).body.data.total, 1);
+    const del = await h.request('DELETE', `/v1/data/${id}`, { key: acc.adminKey });
+    assert.equal(del.status, 204);
+    assert.equal((await search(h, acc.adminKey, { q: 'enormous' })).body.data.total, 0);
+  });
+});

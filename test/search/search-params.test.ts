@@ -1,0 +1,226 @@
+import assert from 'node:assert/strict';
+import { before, describe, it } from 'node:test';
+import { describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
+import { type CorpusName, search, seedCorpus } from './corpus.ts';
+
+// Every corpus object contains the word "common"; created_at runs report < budget < logs < cafe < security.
+describeEachDatabase('GET /search: filters, dates, sorting and pages', (h) => {
+  let acc: TestAccount;
+  let byId: Map<string, CorpusName>;
+  before(async () => {
+    acc = await h.account('enterprise');
+    ({ byId } = await seedCorpus(h, acc));
+  });
+
+  async function names(params: Record<string, string | number | string[]>): Promise<CorpusName[]> {
+    const res = await search(h, acc.adminKey, { q: 'common', limit: 100, ...params });
+    assert.equal(res.status, 200, res.raw);
+    return res.body.data.results.map((r: { id: string }) => byId.get(r.id));
+  }
+  const sorted = async (params: Record<string, string | number | string[]>) => (await names(params)).sort();
+
+  describe('filters', () => {
+    const cases: Array<[string | string[], CorpusName[]]> = [
+      ['type:note', ['budget', 'cafe']],
+      ['tag:finance', ['budget', 'report']],
+      ['tags:finance', ['budget', 'report']],
+      [['tag:finance', 'tag:q3'], ['report']],
+      [['type:note', 'tag:finance'], ['budget']],
+      [['type:note', 'type:record'], []],
+      ['tag:office life', ['cafe']],
+      ['tag:Finance', []],
+      ['tag:fin', []],
+      ['status:draft', ['budget']],
+      ['author:Ann Smith', ['report', 'security']],
+      ['author:ann smith', []],
+      ['metadata.region:emea', ['report']],
+      ['metadata.Region:emea', []],
+      ['metadata.author:Bob Jones', ['budget']],
+      ['metadata.status:archived', ['logs']],
+      ['Type:note', ['budget', 'cafe']],
+    ];
+    for (const [filter, expected] of cases) {
+      it(`filter=${JSON.stringify(filter)}`, async () => {
+        assert.deepEqual(await sorted({ filter }), expected.slice().sort());
+      });
+    }
+
+    for (const filter of [
+      'foo:bar',
+      'type:memo',
+      'type:Note',
+      'nocolon',
+      ':x',
+      'type:',
+      'metadata.:x',
+      'metadata:x',
+    ]) {
+      it(`filter=${filter} is 400 invalid_filter`, async () => {
+        const res = await search(h, acc.adminKey, { q: 'common', filter });
+        assert.equal(res.status, 400);
+        assert.equal(res.body.error.code, 'invalid_filter');
+      });
+    }
+  });
+
+  describe('from and to', () => {
+    const cases: Array<[Record<string, string>, CorpusName[]]> = [
+      [{ from: '2026-01-31' }, ['budget', 'cafe', 'logs', 'security']],
+      [{ to: '2026-01-31' }, ['budget', 'report']],
+      [{ from: '2026-01-31', to: '2026-01-31' }, ['budget']],
+      [{ from: '2026-02-01T00:00:00Z' }, ['cafe', 'logs', 'security']],
+      [{ from: '2026-02-01T00:00:00.001Z' }, ['cafe', 'security']],
+      [{ to: '2026-02-01T00:00:00.000Z' }, ['budget', 'logs', 'report']],
+      [{ to: '2026-01-31T23:59:59.998Z' }, ['report']],
+      [{ from: '2026-02-01T01:00:00+01:00' }, ['cafe', 'logs', 'security']],
+      [{ from: '2026-01-31T19:59:59.999-04:00', to: '2026-01-31T23:59:59.999Z' }, ['budget']],
+      [{ from: '2026-01-31T23:59:59.9991Z' }, ['cafe', 'logs', 'security']],
+      [{ to: '2026-01-31T23:59:59.9999Z' }, ['budget', 'report']],
+      [{ from: '2026-03-02' }, []],
+      [{ from: '2026-02-15T12:00:00Z', to: '2026-02-15T12:00:00Z' }, ['cafe']],
+    ];
+    for (const [params, expected] of cases) {
+      it(JSON.stringify(params), async () => {
+        assert.deepEqual(await sorted(params), expected.slice().sort());
+      });
+    }
+
+    it('reads an unencoded + offset (a space in the query string) as +', async () => {
+      const res = await h.request('GET', '/v1/search?q=common&from=2026-02-01T01:00:00+01:00&limit=100', {
+        key: acc.adminKey,
+      });
+      assert.equal(res.status, 200);
+      assert.equal(res.body.data.total, 3);
+    });
+
+    const invalid: Array<Record<string, string>> = [
+      { from: 'yesterday' },
+      { from: '2026-02-30' },
+      { to: '2026-13-01' },
+      { from: '2026-01-01T00:00:00' },
+      { from: '2026-01-01T24:00:00Z' },
+      { from: '2026-01-01T10:00:00+25:00' },
+      { from: '2026-02-02', to: '2026-02-01' },
+      { from: '2026-02-01T00:00:00.001Z', to: '2026-02-01T00:00:00Z' },
+    ];
+    for (const params of invalid) {
+      it(`${JSON.stringify(params)} is 400 invalid_request`, async () => {
+        const res = await search(h, acc.adminKey, { q: 'common', ...params });
+        assert.equal(res.status, 400);
+        assert.equal(res.body.error.code, 'invalid_request');
+      });
+    }
+  });
+
+  describe('sort and order', () => {
+    const byDate: CorpusName[] = ['security', 'cafe', 'logs', 'budget', 'report'];
+    const byTitle: CorpusName[] = ['budget', 'cafe', 'report', 'security', 'logs'];
+    it('date: newest first; order=asc reverses', async () => {
+      assert.deepEqual(await names({ sort: 'date' }), byDate);
+      assert.deepEqual(await names({ sort: 'date', order: 'desc' }), byDate);
+      assert.deepEqual(await names({ sort: 'date', order: 'asc' }), byDate.slice().reverse());
+    });
+
+    it('title: A to Z, case-insensitive; order=desc reverses', async () => {
+      assert.deepEqual(await names({ sort: 'title' }), byTitle);
+      assert.deepEqual(await names({ sort: 'title', order: 'desc' }), byTitle.slice().reverse());
+    });
+
+    it('relevance: best first by default; order=asc reverses; scores stay present', async () => {
+      const q = 'finance OR common';
+      const desc = await search(h, acc.adminKey, { q });
+      const asc = await search(h, acc.adminKey, { q, order: 'asc' });
+      const byDefault = await search(h, acc.adminKey, { q, sort: 'relevance' });
+      assert.deepEqual(byDefault.body.data.results, desc.body.data.results);
+      assert.deepEqual(asc.body.data.results, desc.body.data.results.slice().reverse());
+      assert.equal(byId.get(desc.body.data.results[0].id), 'report', 'finance in title and tags ranks first');
+      const dated = await search(h, acc.adminKey, { q, sort: 'date' });
+      const score = new Map(
+        desc.body.data.results.map((r: { id: string; score: number }) => [r.id, r.score]),
+      );
+      for (const r of dated.body.data.results)
+        assert.equal(r.score, score.get(r.id), 'same score whatever the sort');
+    });
+
+    const invalid: Array<Record<string, string | string[]>> = [
+      { sort: 'newest' },
+      { order: 'up' },
+      { sort: ['date', 'title'] },
+    ];
+    for (const params of invalid) {
+      it(`${JSON.stringify(params)} is 400 invalid_request`, async () => {
+        const res = await search(h, acc.adminKey, { q: 'common', ...params });
+        assert.equal(res.status, 400);
+        assert.equal(res.body.error.code, 'invalid_request');
+      });
+    }
+  });
+
+  describe('pages and the envelope', () => {
+    it('pages partition the results; a page past the end is 200 and empty', async () => {
+      const seen: string[] = [];
+      for (const page of [1, 2, 3]) {
+        const res = await search(h, acc.adminKey, { q: 'common', sort: 'date', limit: 2, page });
+        assert.equal(res.status, 200);
+        const counts = { total: 5, page, pages: 3, limit: 2 };
+        for (const [k, v] of Object.entries(counts)) {
+          assert.equal(res.body.data[k], v, `data.${k}`);
+          assert.equal(res.body.meta[k], v, `meta.${k}`);
+        }
+        assert.equal(res.body.data.results.length, page < 3 ? 2 : 1);
+        seen.push(...res.body.data.results.map((r: { id: string }) => r.id));
+      }
+      assert.deepEqual(
+        seen.map((id) => byId.get(id)),
+        ['security', 'cafe', 'logs', 'budget', 'report'],
+      );
+      const past = await search(h, acc.adminKey, { q: 'common', limit: 2, page: 4, filter: 'type:note' });
+      assert.equal(past.status, 200);
+      assert.deepEqual(past.body.data.results, []);
+      assert.deepEqual([past.body.data.total, past.body.data.pages, past.body.meta.total], [2, 1, 2]);
+    });
+
+    it('defaults to page 1 of 20 and returns exactly the result fields', async () => {
+      const res = await search(h, acc.adminKey, { q: 'finance' });
+      assert.deepEqual([res.body.data.page, res.body.data.limit, res.body.data.pages], [1, 20, 1]);
+      for (const r of res.body.data.results) {
+        assert.deepEqual(Object.keys(r).sort(), ['created_at', 'excerpt', 'id', 'score', 'title', 'type']);
+        assert.match(r.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+      }
+      assert.match(res.body.meta.request_id, /^req_/);
+    });
+
+    it('a query that can match nothing still answers with the envelope', async () => {
+      const res = await search(h, acc.adminKey, { q: 'type:memo' });
+      assert.equal(res.status, 200);
+      assert.deepEqual(res.body.data, { results: [], total: 0, page: 1, pages: 0, limit: 20 });
+    });
+
+    const bad: Array<Record<string, string | string[]>> = [
+      {},
+      { q: '' },
+      { q: '   ' },
+      { q: 'x'.repeat(1001) },
+      { q: ['a', 'b'] },
+      { q: 'a', limit: '0' },
+      { q: 'a', limit: '101' },
+      { q: 'a', limit: 'abc' },
+      { q: 'a', page: '0' },
+      { q: 'a', page: '1.5' },
+      { q: 'a', unknown: '1' },
+    ];
+    for (const params of bad) {
+      it(`${JSON.stringify(params).slice(0, 60)} is 400 invalid_request`, async () => {
+        const res = await search(h, acc.adminKey, params);
+        assert.equal(res.status, 400);
+        assert.equal(res.body.error.code, 'invalid_request');
+      });
+    }
+
+    it('a 1,000-character query padded with spaces is accepted', async () => {
+      const res = await search(h, acc.adminKey, { q: `  common${' '.repeat(988)}common  ` });
+      assert.equal(res.status, 200, res.raw);
+      assert.equal(res.body.data.total, 5);
+    });
+  });
+});

@@ -1,0 +1,221 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { Webhook } from 'standardwebhooks';
+import { createDeliveryWorker, type DeliveryWorker } from '../../src/events/delivery-worker.ts';
+import { verifyServiceSignature } from '../../src/events/signing.ts';
+import { describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
+import {
+  deliveriesOf,
+  registerWebhook,
+  requestsTo,
+  routeByPath,
+  startReceiverWithCa,
+  uniquePath,
+  waitUntil,
+} from './fixtures.ts';
+
+const receiver = await startReceiverWithCa();
+after(() => receiver.close());
+const { rx } = receiver;
+const answer = routeByPath(rx);
+
+describeEachDatabase(
+  'webhook lifecycle: delivery log, manual retry, deletion, test ping',
+  (h) => {
+    let acc: TestAccount;
+    before(async () => {
+      acc = await h.account('enterprise');
+    });
+    const createData = (title: string) =>
+      h.request('POST', '/v1/data', { key: acc.adminKey, body: { title, type: 'note' } });
+
+    describe('with a running delivery worker', () => {
+      let worker: DeliveryWorker;
+      before(async () => {
+        worker = createDeliveryWorker(h.ctx);
+        await worker.ready;
+      });
+      after(() => worker.stop());
+
+      it('lists deliveries newest first, filters by status, and retries a failed one by hand', async () => {
+        const p = uniquePath('log');
+        let failing = true;
+        answer(p, () => ({ status: failing ? 500 : 200 }));
+        const id = await registerWebhook(h, acc, { url: rx.url + p, events: ['data.created'] });
+        const base = Date.now();
+        for (const [i, title] of ['one', 'two', 'three'].entries()) {
+          h.clock.now = base + i; // distinct creation times, so "newest first" is well defined
+          await createData(title);
+        }
+        h.clock.now = null;
+        const failed = await waitUntil('the webhook to be disabled', async () => {
+          const log = await deliveriesOf(h, acc.adminKey, id);
+          return log.length === 3 && log.every((d) => d.status === 'failed') && log;
+        });
+        const titles = await Promise.all(
+          failed.map(async (d) => {
+            const ev = await h.database.db
+              .selectFrom('events')
+              .select('payload')
+              .where('id', '=', d.event_id)
+              .executeTakeFirstOrThrow();
+            return JSON.parse(ev.payload).data.title;
+          }),
+        );
+        assert.deepEqual(titles, ['three', 'two', 'one'], 'newest first');
+        for (const d of failed) {
+          assert.match(d.id, /^whd_/);
+          assert.match(d.event_id, /^evt_/);
+          assert.equal(d.event, 'data.created');
+          assert.equal(d.next_attempt_at, null);
+        }
+        const hook = (await h.request('GET', `/v1/webhooks/${id}`, { key: acc.adminKey })).body.data;
+        assert.equal(hook.status, 'disabled');
+
+        const target = failed[2];
+        const retryUrl = `/v1/webhooks/${id}/deliveries/${target.id}/retry`;
+        const refused = await h.request('POST', retryUrl, { key: acc.adminKey });
+        assert.equal(refused.status, 400, 'a disabled webhook must be re-enabled first');
+        assert.match(refused.body.error.message, /re-enable/);
+
+        await h.request('PATCH', `/v1/webhooks/${id}`, { key: acc.adminKey, body: { status: 'active' } });
+        const attemptsBefore = target.attempts.length;
+        const again = await h.request('POST', retryUrl, { key: acc.adminKey });
+        assert.equal(again.status, 202);
+        assert.equal(again.body.data.id, target.id);
+        const stillFailing = await waitUntil('the manual attempt', async () => {
+          const d = (await deliveriesOf(h, acc.adminKey, id)).find((x) => x.id === target.id);
+          return d.attempts.length === attemptsBefore + 1 && d.status !== 'pending' && d;
+        });
+        assert.equal(stillFailing.status, 'failed', 'a failed manual retry ends the delivery again');
+        const afterManual = (await h.request('GET', `/v1/webhooks/${id}`, { key: acc.adminKey })).body.data;
+        assert.equal(afterManual.status, 'active', 'a failed manual retry does not disable the webhook');
+
+        failing = false;
+        assert.equal((await h.request('POST', retryUrl, { key: acc.adminKey })).status, 202);
+        const delivered = await waitUntil('the second manual attempt', async () => {
+          const d = (await deliveriesOf(h, acc.adminKey, id)).find((x) => x.id === target.id);
+          return d.status === 'succeeded' && d;
+        });
+        assert.equal(delivered.attempts.length, attemptsBefore + 2);
+        assert.equal(delivered.attempts.at(-1).status_code, 200);
+
+        const onlyFailed = await h.request('GET', `/v1/webhooks/${id}/deliveries?status=failed`, {
+          key: acc.adminKey,
+        });
+        assert.deepEqual(
+          onlyFailed.body.data.deliveries.map((d: { id: string }) => d.id),
+          [failed[0].id, failed[1].id],
+        );
+        assert.equal(onlyFailed.body.data.total, 2);
+        const page = await h.request('GET', `/v1/webhooks/${id}/deliveries?limit=1&page=3`, {
+          key: acc.adminKey,
+        });
+        assert.deepEqual([page.body.data.deliveries[0].id, page.body.meta.pages], [target.id, 3]);
+        const bad = await h.request('GET', `/v1/webhooks/${id}/deliveries?status=lost`, {
+          key: acc.adminKey,
+        });
+        assert.equal(bad.status, 400);
+      });
+
+      it('sends nothing more to a deleted webhook, not even retries already scheduled', async () => {
+        const gone = uniquePath('deleted');
+        answer(gone, () => ({ status: 503 }));
+        const goneId = await registerWebhook(h, acc, { url: rx.url + gone, events: ['data.created'] });
+        await createData('before delete');
+        await waitUntil('the first failed attempt', () => requestsTo(rx, gone).length >= 1);
+        const del = await h.request('DELETE', `/v1/webhooks/${goneId}`, { key: acc.adminKey });
+        assert.equal(del.status, 204);
+        const left = await h.database.db
+          .selectFrom('webhook_deliveries')
+          .select('id')
+          .where('webhook_id', '=', goneId)
+          .execute();
+        assert.deepEqual(left, [], 'its deliveries were cancelled with it');
+        const seenAtDelete = requestsTo(rx, gone).length;
+
+        // A witness that fails twice first: its success comes after two retry steps (0.6 s), by when
+        // the deleted webhook's retry (0.2 s after its first attempt) would long have been sent.
+        const witness = uniquePath('witness');
+        answer(witness, (n) => ({ status: n <= 2 ? 503 : 200 }));
+        await registerWebhook(h, acc, { url: rx.url + witness, events: ['data.created'] });
+        await createData('after delete');
+        await waitUntil('the witness to succeed', () => requestsTo(rx, witness).length >= 3);
+        assert.equal(requestsTo(rx, gone).length, seenAtDelete);
+      });
+    });
+
+    it('stop() lets an attempt in flight finish and records it', async () => {
+      const p = uniquePath('graceful');
+      answer(p, (n) => ({ status: 200, delayMs: n === 1 ? 400 : 0 }));
+      const id = await registerWebhook(h, acc, { url: rx.url + p, events: ['data.created'] });
+      const worker = createDeliveryWorker(h.ctx);
+      try {
+        await worker.ready;
+        await createData('in flight');
+        await waitUntil('the attempt to be in flight', () => requestsTo(rx, p).length === 1);
+      } finally {
+        await worker.stop();
+      }
+      const [d] = await deliveriesOf(h, acc.adminKey, id);
+      assert.equal(d.status, 'succeeded', 'the answer arrived before stop() resolved');
+      assert.equal(d.attempts.length, 1);
+    });
+
+    it('test ping: sends a signed webhook.test now and reports status code and latency', async () => {
+      const p = uniquePath('ping');
+      answer(p, () => ({ status: 202 }));
+      const secret = 'ping-secret';
+      const id = await registerWebhook(h, acc, { url: rx.url + p, events: ['data.deleted'], secret });
+      const res = await h.request('POST', `/v1/webhooks/${id}/test`, { key: acc.adminKey });
+      assert.equal(res.status, 200);
+      const r = res.body.data;
+      assert.deepEqual([r.success, r.status_code, r.error], [true, 202, null]);
+      assert.ok(Number.isInteger(r.latency_ms) && r.latency_ms >= 0);
+      const [got] = requestsTo(rx, p);
+      assert.ok(got);
+      const payload = JSON.parse(got.body);
+      assert.deepEqual(payload, {
+        id: r.event_id,
+        event: 'webhook.test',
+        timestamp: payload.timestamp,
+        account_id: acc.id,
+        data: { webhook_id: id },
+      });
+      assert.equal(got.headers['x-service-event'], 'webhook.test');
+      assert.match(String(got.headers['x-service-delivery']), /^whd_/);
+      assert.ok(verifyServiceSignature(got.body, secret, got.headers['x-service-signature']));
+      new Webhook(Buffer.from(secret).toString('base64')).verify(
+        got.body,
+        got.headers as Record<string, string>,
+      );
+      assert.deepEqual(await deliveriesOf(h, acc.adminKey, id), [], 'a ping is not a stored delivery');
+    });
+
+    it('test ping: a failing or unreachable receiver is a 200 result describing the failure', async () => {
+      const p = uniquePath('ping-fail');
+      answer(p, () => ({ status: 500 }));
+      const failing = await registerWebhook(h, acc, { url: rx.url + p, events: ['*'] });
+      const res = await h.request('POST', `/v1/webhooks/${failing}/test`, { key: acc.adminKey });
+      assert.equal(res.status, 200);
+      assert.deepEqual([res.body.data.success, res.body.data.status_code], [false, 500]);
+      assert.equal(res.body.data.error, 'receiver answered 500');
+
+      // Port 1 on loopback: nothing listens there.
+      const closed = await registerWebhook(h, acc, { url: 'https://127.0.0.1:1/hook', events: ['*'] });
+      const refused = await h.request('POST', `/v1/webhooks/${closed}/test`, { key: acc.adminKey });
+      assert.equal(refused.status, 200);
+      assert.equal(refused.body.data.success, false);
+      assert.equal(refused.body.data.status_code, null);
+      assert.match(refused.body.data.error, /ECONNREFUSED/);
+    });
+  },
+  {
+    env: {
+      ADS_WEBHOOK_ALLOW_PRIVATE: 'true',
+      ADS_WEBHOOK_CA_FILE: receiver.caFile,
+      ADS_WEBHOOK_RETRY_SCHEDULE: '0.2,0.4',
+      ADS_WEBHOOK_TIMEOUT_MS: '3000',
+    },
+  },
+);

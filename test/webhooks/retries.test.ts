@@ -1,0 +1,154 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { Webhook } from 'standardwebhooks';
+import { createDeliveryWorker, type DeliveryWorker } from '../../src/events/delivery-worker.ts';
+import { describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
+import {
+  deliveriesOf,
+  registerWebhook,
+  requestsTo,
+  routeByPath,
+  startReceiverWithCa,
+  uniquePath,
+  waitUntil,
+} from './fixtures.ts';
+
+const receiver = await startReceiverWithCa();
+after(() => receiver.close());
+const { rx } = receiver;
+const answer = routeByPath(rx);
+
+const SCHEDULE = [0.2, 0.4, 0.4, 0.4, 0.4];
+const SCHEDULE_MS = SCHEDULE.reduce((a, s) => a + s * 1000, 0);
+const SECRET = 'retry-secret';
+const gap = (a: { at: string }, b: { at: string }) => Date.parse(b.at) - Date.parse(a.at);
+
+describeEachDatabase(
+  'webhook retries, Retry-After, 410 and disabling',
+  (h) => {
+    describe('with a running delivery worker', () => {
+      let acc: TestAccount;
+      let worker: DeliveryWorker;
+      before(async () => {
+        acc = await h.account('enterprise');
+        worker = createDeliveryWorker(h.ctx);
+        await worker.ready;
+      });
+      after(() => worker.stop());
+
+      /** A webhook on a fresh path answered by `respond`, and one data.created event for it. */
+      const setup = async (respond: (n: number) => { status?: number; headers?: Record<string, string> }) => {
+        const p = uniquePath('retry');
+        answer(p, respond);
+        const id = await registerWebhook(h, acc, {
+          url: rx.url + p,
+          events: ['data.created'],
+          secret: SECRET,
+        });
+        await h.request('POST', '/v1/data', { key: acc.adminKey, body: { title: 'R', type: 'note' } });
+        return { p, id };
+      };
+      const finished = (id: string) =>
+        waitUntil(`delivery of ${id} to finish`, async () => {
+          const [d] = await deliveriesOf(h, acc.adminKey, id);
+          return d && d.status !== 'pending' && d;
+        });
+
+      it('retries on the schedule, then fails the delivery and disables the webhook', async () => {
+        const { p, id } = await setup(() => ({ status: 503 }));
+        const d = await finished(id);
+        assert.equal(d.status, 'failed');
+        assert.equal(d.attempts.length, 6, 'the first attempt plus 5 retries');
+        assert.equal(d.next_attempt_at, null);
+        for (const a of d.attempts) {
+          assert.equal(a.status_code, 503);
+          assert.equal(a.error, 'receiver answered 503');
+          assert.ok(Number.isInteger(a.duration_ms) && a.duration_ms >= 0);
+        }
+        for (let i = 1; i < 6; i++) {
+          assert.ok(
+            gap(d.attempts[i - 1], d.attempts[i]) >= SCHEDULE[i - 1]! * 1000,
+            `wait before retry ${i}`,
+          );
+        }
+        const hook = (await h.request('GET', `/v1/webhooks/${id}`, { key: acc.adminKey })).body.data;
+        assert.equal(hook.status, 'disabled');
+        assert.match(hook.disabled_reason, /failed after 6 attempts/);
+
+        const got = requestsTo(rx, p);
+        assert.equal(got.length, 6);
+        assert.equal(new Set(got.map((r) => r.headers['x-service-delivery'])).size, 1, 'stable delivery id');
+        assert.equal(new Set(got.map((r) => r.headers['webhook-id'])).size, 1, 'stable webhook-id');
+        const verifier = new Webhook(Buffer.from(SECRET).toString('base64'));
+        for (const r of got) verifier.verify(r.body, r.headers as Record<string, string>);
+
+        // A disabled webhook gets no deliveries for later events.
+        await h.request('POST', '/v1/data', { key: acc.adminKey, body: { title: 'later', type: 'note' } });
+        assert.equal((await deliveriesOf(h, acc.adminKey, id)).length, 1);
+      });
+
+      it('succeeds on a later attempt and keeps the webhook active', async () => {
+        const { id } = await setup((n) => ({ status: n <= 2 ? 500 : 204 }));
+        const d = await finished(id);
+        assert.equal(d.status, 'succeeded');
+        assert.deepEqual(
+          d.attempts.map((a: { status_code: number }) => a.status_code),
+          [500, 500, 204],
+        );
+        assert.equal(d.attempts[2].error, null);
+        const hook = (await h.request('GET', `/v1/webhooks/${id}`, { key: acc.adminKey })).body.data;
+        assert.equal(hook.status, 'active');
+      });
+
+      it('treats a redirect as a failure and does not follow it', async () => {
+        const { p, id } = await setup((n) =>
+          n === 1 ? { status: 302, headers: { location: '/elsewhere' } } : {},
+        );
+        const d = await finished(id);
+        assert.equal(d.status, 'succeeded');
+        assert.equal(d.attempts[0].status_code, 302);
+        assert.match(d.attempts[0].error, /redirect/);
+        assert.equal(requestsTo(rx, '/elsewhere').length, 0);
+        assert.equal(requestsTo(rx, p).length, 2);
+      });
+
+      it('disables the webhook at once on 410 Gone', async () => {
+        const { p, id } = await setup(() => ({ status: 410 }));
+        const d = await finished(id);
+        assert.equal(d.status, 'failed');
+        assert.equal(d.attempts.length, 1);
+        assert.equal(d.attempts[0].status_code, 410);
+        const hook = (await h.request('GET', `/v1/webhooks/${id}`, { key: acc.adminKey })).body.data;
+        assert.equal(hook.status, 'disabled');
+        assert.match(hook.disabled_reason, /410/);
+        assert.equal(requestsTo(rx, p).length, 1);
+      });
+
+      it("waits as long as the receiver's Retry-After asks when the schedule allows it", async () => {
+        const { id } = await setup((n) => (n === 1 ? { status: 503, headers: { 'retry-after': '1' } } : {}));
+        const d = await finished(id);
+        assert.equal(d.status, 'succeeded');
+        assert.equal(d.attempts.length, 2);
+        assert.ok(gap(d.attempts[0], d.attempts[1]) >= 1000, 'Retry-After: 1 outweighs the 0.2 s step');
+      });
+
+      it('caps Retry-After at what remains of the schedule and spends the retries it covers', async () => {
+        const { id } = await setup(() => ({ status: 429, headers: { 'retry-after': '3600' } }));
+        const d = await finished(id);
+        assert.equal(d.status, 'failed');
+        assert.equal(d.attempts.length, 2, 'one wait of the whole remaining budget, then no retry is left');
+        assert.ok(gap(d.attempts[0], d.attempts[1]) >= SCHEDULE_MS);
+        const hook = (await h.request('GET', `/v1/webhooks/${id}`, { key: acc.adminKey })).body.data;
+        assert.equal(hook.status, 'disabled');
+      });
+    });
+  },
+  {
+    env: {
+      ADS_WEBHOOK_ALLOW_PRIVATE: 'true',
+      ADS_WEBHOOK_CA_FILE: receiver.caFile,
+      ADS_WEBHOOK_RETRY_SCHEDULE: SCHEDULE.join(','),
+      ADS_WEBHOOK_TIMEOUT_MS: '3000',
+    },
+  },
+);
