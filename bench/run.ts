@@ -9,7 +9,8 @@ import path from 'node:path';
 const here = import.meta.dirname;
 const scenarios = fs
   .readdirSync(here, { withFileTypes: true })
-  .filter((d) => d.isDirectory() && fs.existsSync(path.join(here, d.name, 'run.ts')))
+  // `seed` is a tool the scenarios use, not a scenario of its own.
+  .filter((d) => d.isDirectory() && d.name !== 'seed' && fs.existsSync(path.join(here, d.name, 'run.ts')))
   .map((d) => d.name)
   .sort();
 const [first, ...rest] = process.argv.slice(2);
