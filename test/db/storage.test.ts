@@ -29,6 +29,10 @@ const INDEX_EXCEPTIONS: Record<string, { table: string; why: string }> = {
 const PK_EXCEPTIONS: Record<string, { dialect: 'sqlite' | 'postgres'; why: string }> = {
   search_documents: { dialect: 'sqlite', why: 'FTS5 rows are addressed by an integer rowid' },
   search_vocab: { dialect: 'sqlite', why: 'the trigram FTS5 table is addressed by an integer rowid' },
+  search_accounts: {
+    dialect: 'sqlite',
+    why: "allocates each account's FTS5 rowid range (AUTOINCREMENT seq); account_id is UNIQUE",
+  },
 };
 
 interface Schema {
@@ -48,7 +52,14 @@ async function sqliteSchema(h: Harness): Promise<Schema> {
   const virtual = objects.filter((o) => o.type === 'table' && /^create virtual table/i.test(o.sql ?? ''));
   const isVirtual = (t: string) => virtual.some((v) => t === v.name || t.startsWith(`${v.name}_`));
   const tables = objects
-    .filter((o) => o.type === 'table' && !FRAMEWORK_TABLES.has(o.name) && !isVirtual(o.name))
+    // sqlite_sequence is SQLite's own bookkeeping for AUTOINCREMENT.
+    .filter(
+      (o) =>
+        o.type === 'table' &&
+        !FRAMEWORK_TABLES.has(o.name) &&
+        !isVirtual(o.name) &&
+        o.name !== 'sqlite_sequence',
+    )
     .map((o) => o.name);
   const primaryKeys = new Map<string, string[]>();
   for (const table of tables) {
