@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import { startServer } from '../server.ts';
+import { exitOnSignals } from './shutdown.ts';
 
 /**
  * `ads serve`: runs until SIGTERM/SIGINT, then drains in-flight requests and background attempts
@@ -9,27 +10,7 @@ import { startServer } from '../server.ts';
  */
 export async function serveCommand(config: Readonly<Config>, logger: Logger): Promise<number> {
   const starting = startServer(config, logger);
-  let closing = false;
-  const shutdown = (signal: string) => {
-    if (closing) return;
-    closing = true;
-    logger.info({ signal }, 'shutting down: draining in-flight requests');
-    starting
-      .then((server) => server.close())
-      .then(
-        () => {
-          logger.info('stopped');
-          logger.flush?.();
-          process.exit(0);
-        },
-        (err: unknown) => {
-          logger.error({ err }, 'shutdown failed');
-          process.exit(1);
-        },
-      );
-  };
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
+  exitOnSignals(logger, 'draining in-flight requests', () => starting.then((server) => server.close()));
 
   const server = await starting;
   if (server.bootstrap) {

@@ -5,6 +5,7 @@ import { migrate, openDatabase } from '../db/database.ts';
 import { systemClock } from '../lib/time.ts';
 import { createRateLimiter } from '../ratelimit/limiter.ts';
 import { startWorkers, stopWorkers } from '../workers.ts';
+import { exitOnSignals } from './shutdown.ts';
 
 /**
  * `ads worker`: the background workers (webhook deliveries, mail) without the API, for scaling them
@@ -25,26 +26,6 @@ export async function workerCommand(config: Readonly<Config>, logger: Logger): P
     throw err;
   }
   logger.info({ workers: workers.map((w) => w.name), database: database.dialect }, 'worker started');
-  let closing = false;
-  const shutdown = (signal: string) => {
-    if (closing) return;
-    closing = true;
-    logger.info({ signal }, 'shutting down: finishing in-flight work');
-    stopWorkers(workers)
-      .then(() => database.close())
-      .then(
-        () => {
-          logger.info('stopped');
-          logger.flush?.();
-          process.exit(0);
-        },
-        (err: unknown) => {
-          logger.error({ err }, 'shutdown failed');
-          process.exit(1);
-        },
-      );
-  };
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
+  exitOnSignals(logger, 'finishing in-flight work', () => stopWorkers(workers).then(() => database.close()));
   return -1;
 }
