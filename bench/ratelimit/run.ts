@@ -2,7 +2,7 @@
  * What rate limiting costs a request: the same server, the same route (`GET /v1/data`), driven by
  * autocannon over HTTPS on loopback, once with an enterprise key (no counters) and once with a pro
  * key (minute and day counters consumed on every request), in memory and, with ADS_REDIS_URL, in
- * Redis. The limiter's clock moves one minute every 100 ms so the pro key is counted but never
+ * Redis. The limiter's clock moves one minute every 50 ms so the pro key is counted but never
  * refused: the figures compare the work, not 429 answers.
  *
  *   node --import tsx bench/ratelimit/run.ts [--seconds 5] [--write]
@@ -34,7 +34,7 @@ async function serve(redisUrl?: string) {
   let shift = 0;
   const timer = setInterval(() => {
     shift += 60_000;
-  }, 100);
+  }, 50);
   const clock = () => Date.now() + shift;
   const logger = pino({ level: 'silent' });
   const rateLimiter = createRateLimiter({

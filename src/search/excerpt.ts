@@ -2,7 +2,7 @@
 // <em>, everything else HTML-escaped, `…` where text was cut. Matching mirrors the database loosely:
 // folded equality, same Porter stem, or a wildcard pattern.
 import type { PositiveTerm } from './parser.ts';
-import { foldText, matchesWildcard, splitWords, stemWord } from './text.ts';
+import { foldText, foldWord, matchesWildcard, splitWords, stemWord } from './text.ts';
 
 /** Only this much of a text is scanned for the first match; content can be megabytes. */
 export const MAX_SCAN_CHARS = 200_000;
@@ -50,7 +50,9 @@ function compileTerms(terms: readonly PositiveTerm[]): { single: WordTest[]; phr
   };
   const exact = (target: string): WordTest => {
     const targetStem = stem(target);
-    return (w) => w === target || stem(w) === targetStem;
+    // Porter only rewrites endings, so a word and its stem share their first character: testing it
+    // first skips stemming almost every word of the text.
+    return (w) => w === target || (w[0] === targetStem[0] && stem(w) === targetStem);
   };
   const single: WordTest[] = [];
   const phrases: WordTest[][] = [];
@@ -111,7 +113,7 @@ export function buildExcerpt(
     if (!m) return false;
     const start = m.index;
     const end = start + m[0].length;
-    for (const word of splitWords(foldText(m[0]))) entries.push({ start, end, word });
+    for (const word of foldWord(m[0])) entries.push({ start, end, word });
     return true;
   };
   const phraseAt = (p: WordTest[], s: number): boolean =>

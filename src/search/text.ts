@@ -14,6 +14,13 @@ export function foldText(s: string): string {
   return s.normalize('NFKD').toLowerCase().normalize('NFKD').replace(COMBINING_MARKS, '');
 }
 
+const ASCII_WORD = /^[A-Za-z0-9]+$/;
+
+/** `splitWords(foldText(raw))` for one raw word, with a fast path for plain ASCII (most words). */
+export function foldWord(raw: string): string[] {
+  return ASCII_WORD.test(raw) ? [raw.toLowerCase()] : splitWords(foldText(raw));
+}
+
 /** Words of already folded text: runs of letters and digits; everything else separates. */
 export function splitWords(folded: string): string[] {
   return folded.split(NON_WORD).filter((w) => w !== '');
