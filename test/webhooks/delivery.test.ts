@@ -1,22 +1,21 @@
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
-import { createDeliveryWorker, type DeliveryWorker } from '../../src/events/delivery-worker.ts';
 import { recordEvent } from '../../src/events/outbox.ts';
-import { describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
+import { describeEachDatabase } from '../helpers/harness.ts';
 import type { ReceivedRequest } from '../helpers/https-receiver.ts';
 import {
   deliveriesOf,
+  fileReceiver,
   registerWebhook,
   requestsTo,
-  startReceiverWithCa,
   uniquePath,
   waitUntil,
+  withDeliveryWorker,
 } from './fixtures.ts';
 
-const receiver = await startReceiverWithCa();
-after(() => receiver.close());
+const receiver = await fileReceiver();
 const { rx } = receiver;
 
 const SECRET = 'whsec-delivery-test-🔑-0123456789';
@@ -26,41 +25,38 @@ describeEachDatabase(
   'webhook deliveries: payloads, headers and signatures',
   (h) => {
     describe('with a running delivery worker', () => {
-      let acc: TestAccount;
-      let worker: DeliveryWorker;
-      before(async () => {
-        acc = await h.account('enterprise');
-        worker = createDeliveryWorker(h.ctx);
-        await worker.ready;
-      });
-      after(() => worker.stop());
+      const w = withDeliveryWorker(h);
 
       it('delivers every event type with the stored payload, both signatures and stable ids', async () => {
         const allPath = uniquePath('all');
-        const allId = await registerWebhook(h, acc, { url: rx.url + allPath, events: ['*'], secret: SECRET });
+        const allId = await registerWebhook(h, w.acc, {
+          url: rx.url + allPath,
+          events: ['*'],
+          secret: SECRET,
+        });
 
         const created = await h.request('POST', '/v1/data', {
-          key: acc.adminKey,
+          key: w.acc.adminKey,
           body: { title: 'Plan', type: 'note', content: 'x' },
         });
         const dataId = created.body.data.id;
-        await h.request('PATCH', `/v1/data/${dataId}`, { key: acc.adminKey, body: { title: 'Plan B' } });
-        await h.request('DELETE', `/v1/data/${dataId}`, { key: acc.adminKey });
+        await h.request('PATCH', `/v1/data/${dataId}`, { key: w.acc.adminKey, body: { title: 'Plan B' } });
+        await h.request('DELETE', `/v1/data/${dataId}`, { key: w.acc.adminKey });
         const invited = await h.request('POST', '/v1/users', {
-          key: acc.adminKey,
+          key: w.acc.adminKey,
           body: { email: 'new.member@example.com', role: 'member' },
         });
         assert.equal(invited.status, 201);
         const userId = invited.body.data.id;
-        await h.request('PATCH', `/v1/users/${userId}`, { key: acc.adminKey, body: { role: 'admin' } });
-        await h.request('DELETE', `/v1/users/${userId}`, { key: acc.adminKey });
+        await h.request('PATCH', `/v1/users/${userId}`, { key: w.acc.adminKey, body: { role: 'admin' } });
+        await h.request('DELETE', `/v1/users/${userId}`, { key: w.acc.adminKey });
         // An event recorded directly, as any module does inside its own transaction.
         const directId = await h.database.db
           .transaction()
           .execute((trx) =>
             recordEvent(
               trx,
-              acc.id,
+              w.acc.id,
               'user.created',
               { id: 'usr_direct', email: 'd@example.com', role: 'member', status: 'invited' },
               new Date().toISOString(),
@@ -74,9 +70,9 @@ describeEachDatabase(
         const stored = await h.database.db
           .selectFrom('events')
           .select(['id', 'name', 'payload'])
-          .where('account_id', '=', acc.id)
+          .where('account_id', '=', w.acc.id)
           .execute();
-        const log = await deliveriesOf(h, acc.adminKey, allId);
+        const log = await deliveriesOf(h, w.acc.adminKey, allId);
         assert.equal(log.length, 7);
         const verifier = new Webhook(Buffer.from(SECRET, 'utf8').toString('base64'));
 
@@ -86,7 +82,7 @@ describeEachDatabase(
           assert.ok(event, `payload id ${payload.id} is a stored event`);
           assert.equal(r.body, event.payload, 'the raw body is exactly the stored payload');
           assert.deepEqual(Object.keys(payload), ['id', 'event', 'timestamp', 'account_id', 'data']);
-          assert.equal(payload.account_id, acc.id);
+          assert.equal(payload.account_id, w.acc.id);
           assert.match(payload.timestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
           assert.equal(r.method, 'POST');
           assert.equal(header(r, 'content-type'), 'application/json');
@@ -137,9 +133,9 @@ describeEachDatabase(
           status: 'invited',
         });
         await waitUntil('succeeded log', async () =>
-          (await deliveriesOf(h, acc.adminKey, allId)).every((d) => d.status === 'succeeded'),
+          (await deliveriesOf(h, w.acc.adminKey, allId)).every((d) => d.status === 'succeeded'),
         );
-        const done = await deliveriesOf(h, acc.adminKey, allId);
+        const done = await deliveriesOf(h, w.acc.adminKey, allId);
         for (const d of done) {
           assert.equal(d.attempts.length, 1);
           assert.equal(d.attempts[0].status_code, 200);
@@ -150,13 +146,13 @@ describeEachDatabase(
 
       it('sends only subscribed events, and no signature headers without a secret', async () => {
         const p = uniquePath('deleted-only');
-        await registerWebhook(h, acc, { url: rx.url + p, events: ['data.deleted'] });
+        await registerWebhook(h, w.acc, { url: rx.url + p, events: ['data.deleted'] });
         const one = await h.request('POST', '/v1/data', {
-          key: acc.adminKey,
+          key: w.acc.adminKey,
           body: { title: 'A', type: 'note' },
         });
-        await h.request('POST', '/v1/data', { key: acc.adminKey, body: { title: 'B', type: 'note' } });
-        await h.request('DELETE', `/v1/data/${one.body.data.id}`, { key: acc.adminKey });
+        await h.request('POST', '/v1/data', { key: w.acc.adminKey, body: { title: 'B', type: 'note' } });
+        await h.request('DELETE', `/v1/data/${one.body.data.id}`, { key: w.acc.adminKey });
         const [r] = await waitUntil('the data.deleted delivery', () => {
           const got = requestsTo(rx, p);
           return got.length >= 1 && got;
@@ -168,10 +164,10 @@ describeEachDatabase(
         assert.equal(header(r, 'webhook-id'), JSON.parse(r.body).id);
         // A later event proves the two creations were not merely still in flight.
         const marker = await h.request('POST', '/v1/data', {
-          key: acc.adminKey,
+          key: w.acc.adminKey,
           body: { title: 'C', type: 'note' },
         });
-        await h.request('DELETE', `/v1/data/${marker.body.data.id}`, { key: acc.adminKey });
+        await h.request('DELETE', `/v1/data/${marker.body.data.id}`, { key: w.acc.adminKey });
         await waitUntil('the second data.deleted', () => requestsTo(rx, p).length >= 2);
         assert.deepEqual(
           requestsTo(rx, p).map((x) => JSON.parse(x.body).event),

@@ -2,7 +2,9 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { after, before } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { createDeliveryWorker, type DeliveryWorker } from '../../src/events/delivery-worker.ts';
 import type { Harness, TestAccount } from '../helpers/harness.ts';
 import {
   type HttpsReceiver,
@@ -32,6 +34,25 @@ export async function startReceiverWithCa(): Promise<ReceiverWithCa> {
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** A receiver for the whole test file, closed after it. */
+export async function fileReceiver(): Promise<ReceiverWithCa> {
+  const receiver = await startReceiverWithCa();
+  after(() => receiver.close());
+  return receiver;
+}
+
+/** An enterprise account and a running delivery worker for the enclosing describe block. */
+export function withDeliveryWorker(h: Harness): { acc: TestAccount; worker: DeliveryWorker } {
+  const state = {} as { acc: TestAccount; worker: DeliveryWorker };
+  before(async () => {
+    state.acc = await h.account('enterprise');
+    state.worker = createDeliveryWorker(h.ctx);
+    await state.worker.ready;
+  });
+  after(() => state.worker?.stop());
+  return state;
 }
 
 /** A path unique to one test, so tests sharing a receiver tell their requests apart. */

@@ -6,16 +6,15 @@ import { verifyServiceSignature } from '../../src/events/signing.ts';
 import { describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
 import {
   deliveriesOf,
+  fileReceiver,
   registerWebhook,
   requestsTo,
   routeByPath,
-  startReceiverWithCa,
   uniquePath,
   waitUntil,
 } from './fixtures.ts';
 
-const receiver = await startReceiverWithCa();
-after(() => receiver.close());
+const receiver = await fileReceiver();
 const { rx } = receiver;
 const answer = routeByPath(rx);
 

@@ -1,20 +1,19 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
-import { createDeliveryWorker, type DeliveryWorker } from '../../src/events/delivery-worker.ts';
-import { describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
+import { describeEachDatabase } from '../helpers/harness.ts';
 import {
   deliveriesOf,
+  fileReceiver,
   registerWebhook,
   requestsTo,
   routeByPath,
-  startReceiverWithCa,
   uniquePath,
   waitUntil,
+  withDeliveryWorker,
 } from './fixtures.ts';
 
-const receiver = await startReceiverWithCa();
-after(() => receiver.close());
+const receiver = await fileReceiver();
 const { rx } = receiver;
 const answer = routeByPath(rx);
 
@@ -27,30 +26,23 @@ describeEachDatabase(
   'webhook retries, Retry-After, 410 and disabling',
   (h) => {
     describe('with a running delivery worker', () => {
-      let acc: TestAccount;
-      let worker: DeliveryWorker;
-      before(async () => {
-        acc = await h.account('enterprise');
-        worker = createDeliveryWorker(h.ctx);
-        await worker.ready;
-      });
-      after(() => worker.stop());
+      const w = withDeliveryWorker(h);
 
       /** A webhook on a fresh path answered by `respond`, and one data.created event for it. */
       const setup = async (respond: (n: number) => { status?: number; headers?: Record<string, string> }) => {
         const p = uniquePath('retry');
         answer(p, respond);
-        const id = await registerWebhook(h, acc, {
+        const id = await registerWebhook(h, w.acc, {
           url: rx.url + p,
           events: ['data.created'],
           secret: SECRET,
         });
-        await h.request('POST', '/v1/data', { key: acc.adminKey, body: { title: 'R', type: 'note' } });
+        await h.request('POST', '/v1/data', { key: w.acc.adminKey, body: { title: 'R', type: 'note' } });
         return { p, id };
       };
       const finished = (id: string) =>
         waitUntil(`delivery of ${id} to finish`, async () => {
-          const [d] = await deliveriesOf(h, acc.adminKey, id);
+          const [d] = await deliveriesOf(h, w.acc.adminKey, id);
           return d && d.status !== 'pending' && d;
         });
 
@@ -71,7 +63,7 @@ describeEachDatabase(
             `wait before retry ${i}`,
           );
         }
-        const hook = (await h.request('GET', `/v1/webhooks/${id}`, { key: acc.adminKey })).body.data;
+        const hook = (await h.request('GET', `/v1/webhooks/${id}`, { key: w.acc.adminKey })).body.data;
         assert.equal(hook.status, 'disabled');
         assert.match(hook.disabled_reason, /failed after 6 attempts/);
 
@@ -83,8 +75,8 @@ describeEachDatabase(
         for (const r of got) verifier.verify(r.body, r.headers as Record<string, string>);
 
         // A disabled webhook gets no deliveries for later events.
-        await h.request('POST', '/v1/data', { key: acc.adminKey, body: { title: 'later', type: 'note' } });
-        assert.equal((await deliveriesOf(h, acc.adminKey, id)).length, 1);
+        await h.request('POST', '/v1/data', { key: w.acc.adminKey, body: { title: 'later', type: 'note' } });
+        assert.equal((await deliveriesOf(h, w.acc.adminKey, id)).length, 1);
       });
 
       it('succeeds on a later attempt and keeps the webhook active', async () => {
@@ -96,7 +88,7 @@ describeEachDatabase(
           [500, 500, 204],
         );
         assert.equal(d.attempts[2].error, null);
-        const hook = (await h.request('GET', `/v1/webhooks/${id}`, { key: acc.adminKey })).body.data;
+        const hook = (await h.request('GET', `/v1/webhooks/${id}`, { key: w.acc.adminKey })).body.data;
         assert.equal(hook.status, 'active');
       });
 
@@ -118,7 +110,7 @@ describeEachDatabase(
         assert.equal(d.status, 'failed');
         assert.equal(d.attempts.length, 1);
         assert.equal(d.attempts[0].status_code, 410);
-        const hook = (await h.request('GET', `/v1/webhooks/${id}`, { key: acc.adminKey })).body.data;
+        const hook = (await h.request('GET', `/v1/webhooks/${id}`, { key: w.acc.adminKey })).body.data;
         assert.equal(hook.status, 'disabled');
         assert.match(hook.disabled_reason, /410/);
         assert.equal(requestsTo(rx, p).length, 1);
@@ -138,7 +130,7 @@ describeEachDatabase(
         assert.equal(d.status, 'failed');
         assert.equal(d.attempts.length, 2, 'one wait of the whole remaining budget, then no retry is left');
         assert.ok(gap(d.attempts[0], d.attempts[1]) >= SCHEDULE_MS);
-        const hook = (await h.request('GET', `/v1/webhooks/${id}`, { key: acc.adminKey })).body.data;
+        const hook = (await h.request('GET', `/v1/webhooks/${id}`, { key: w.acc.adminKey })).body.data;
         assert.equal(hook.status, 'disabled');
       });
     });
