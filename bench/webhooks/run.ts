@@ -4,10 +4,13 @@
  * them to a local HTTPS receiver. Two scenarios per database:
  *   idle  - one write at a time, waiting for its delivery: commit -> receiver latency when idle;
  *   burst - `--events` writes from `--writers` concurrent writers: write rate, delivery rate and
- *           commit -> receiver latency while the queue is busy.
+ *           commit -> receiver latency while the queue is busy;
+ *   drain - `--backlog` writes committed while no worker runs, each fanned out to every webhook,
+ *           then one worker started: how fast the worker alone empties a queue (deliveries/s).
  * Every webhook subscribes to "*" and has a secret, so each delivery is signed twice.
  *
- *   node --import tsx bench/webhooks/run.ts [--events 2000] [--writers 8] [--webhooks 1] [--write]
+ *   node --import tsx bench/webhooks/run.ts [--events 2000] [--writers 8] [--webhooks 1]
+ *     [--backlog 1000] [--fanout 5] [--write]
  * PostgreSQL runs too when ADS_BENCH_POSTGRES_URL (or ADS_TEST_POSTGRES_URL) names a server; a
  * scratch database is created on it and dropped afterwards.
  */
@@ -25,7 +28,7 @@ import { migrate, openDatabase } from '../../src/db/database.ts';
 import { createDeliveryWorker } from '../../src/events/delivery-worker.ts';
 import { createAccount } from '../../src/modules/accounts/service.ts';
 import { createData } from '../../src/modules/data/service.ts';
-import { createWebhook } from '../../src/modules/webhooks/service.ts';
+import { createWebhook, removeWebhook } from '../../src/modules/webhooks/service.ts';
 import { createRateLimiter } from '../../src/ratelimit/limiter.ts';
 import { startHttpsReceiver } from '../../test/helpers/https-receiver.ts';
 import { writeBenchSection } from '../report.ts';
@@ -36,6 +39,8 @@ const { values } = parseArgs({
     writers: { type: 'string', default: '8' },
     webhooks: { type: 'string', default: '1' },
     idle: { type: 'string', default: '100' },
+    backlog: { type: 'string', default: '1000' },
+    fanout: { type: 'string', default: '5' },
     write: { type: 'boolean', default: false },
   },
 });
@@ -43,6 +48,8 @@ const EVENTS = Number(values.events);
 const WRITERS = Number(values.writers);
 const WEBHOOKS = Number(values.webhooks);
 const IDLE = Number(values.idle);
+const BACKLOG = Number(values.backlog);
+const FANOUT = Number(values.fanout);
 const pgAdmin = process.env.ADS_BENCH_POSTGRES_URL ?? process.env.ADS_TEST_POSTGRES_URL;
 
 interface Row {
@@ -109,12 +116,14 @@ async function run(dialect: 'sqlite' | 'postgres'): Promise<Row[]> {
     plan: 'enterprise',
   });
   const accountId = account.account.id;
+  const hooks: string[] = [];
   for (let i = 0; i < WEBHOOKS; i++) {
-    await createWebhook(ctx, accountId, {
+    const hook = await createWebhook(ctx, accountId, {
       url: `${rx.url}/hook/${i}`,
       events: ['*'],
       secret: `bench-secret-${i}`,
     });
+    hooks.push(hook.id);
   }
 
   // data id -> commit time, and data id -> arrival times at the receiver (one per webhook).
@@ -198,6 +207,40 @@ async function run(dialect: 'sqlite' | 'postgres'): Promise<Row[]> {
       p50: pct(burst, 50),
       p95: pct(burst, 95),
     });
+
+    // Drain: with no worker running, BACKLOG writes each fan out to FANOUT webhooks (the burst's
+    // hooks are deleted so only these count); then one worker empties the queue.
+    await worker.stop();
+    for (const hook of hooks) await removeWebhook(ctx, accountId, hook);
+    for (let i = 0; i < FANOUT; i++) {
+      await createWebhook(ctx, accountId, {
+        url: `${rx.url}/fanout/${i}`,
+        events: ['*'],
+        secret: `bench-fanout-secret-${i}`,
+      });
+    }
+    for (let i = 0; i < BACKLOG; i++) await write(2_000_000 + i);
+    from = arrived.length;
+    const drainStart = Date.now();
+    const drainer = createDeliveryWorker(ctx);
+    try {
+      await drainer.ready;
+      await waitFor(from + BACKLOG * FANOUT, 300_000);
+    } finally {
+      await drainer.stop();
+    }
+    const drainDone = Math.max(...arrived.slice(from).map((a) => a.at));
+    rows.push({
+      database: dialect,
+      scenario: `drain (${BACKLOG} queued × ${FANOUT} webhooks)`,
+      events: BACKLOG,
+      deliveries: arrived.length - from,
+      writesPerSec: Number.NaN,
+      deliveriesPerSec: (arrived.length - from) / ((drainDone - drainStart) / 1000),
+      p50: Number.NaN,
+      p95: Number.NaN,
+    });
+
     const failed = await database.db
       .selectFrom('webhook_attempts')
       .select(['error', (eb) => eb.fn.countAll<number>().as('n')])
@@ -242,7 +285,9 @@ wake-up path, target under 200 ms), *burst* writes as fast as ${WRITERS} concurr
 (each yielding to I/O between writes, as separate requests would). *Deliveries/s* counts from the
 first write of the burst to the last delivery. On SQLite the writers and the worker share the one
 connection, so during a burst deliveries queue behind the writes and commit→delivery is mostly that
-queue; with PostgreSQL's pool the worker keeps pace with the writers.
+queue; with PostgreSQL's pool the worker keeps pace with the writers. *Drain* commits
+${BACKLOG} writes while no worker runs, each fanned out to ${FANOUT} webhooks, then starts one worker
+and counts from its start to the last delivery: the worker's own delivery rate (target ≥ 1,000/s).
 
 ${table}
 `;

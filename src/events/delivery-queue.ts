@@ -64,15 +64,22 @@ export async function claimDueDeliveries(
   }));
 }
 
-/** Claims due deliveries and reads what sending them needs, in one transaction (one round of the connection). */
+/**
+ * Claims due deliveries and reads what sending them needs, in one transaction (one commit). Outcomes
+ * of finished attempts ride along (`completions`, written first), so a busy worker commits once per
+ * round instead of once for its outcomes and once for its next claim.
+ */
 export async function claimWithTargets(
   db: Kysely<DB>,
   dialect: Dialect,
   opts: { now: string; leaseUntil: string; limit: number; token: string },
+  completions: readonly Completion[] = [],
 ) {
   return db.transaction().execute(async (trx) => {
+    const written: boolean[] = [];
+    for (const item of completions) written.push(await applyCompletion(trx, item));
     const claimed = await claimDueDeliveries(trx, dialect, opts);
-    return { claimed, targets: await loadTargets(trx, claimed) };
+    return { written, claimed, targets: await loadTargets(trx, claimed) };
   });
 }
 

@@ -97,7 +97,8 @@ export function createDeliveryWorker(ctx: AppContext, opts: DeliveryWorkerOption
   }
 
   // Group commit: outcomes are written a few milliseconds after the first of them finishes, so the
-  // attempts answered meanwhile share one transaction (one commit, one fsync) instead of one each.
+  // attempts answered meanwhile share one transaction (one commit, one fsync) instead of one each;
+  // a claim made meanwhile takes them into its own transaction instead.
   const queued: Array<Completion & { done: (written: boolean) => void; fail: (err: unknown) => void }> = [];
   let flushing = false;
   const flush = async () => {
@@ -242,12 +243,26 @@ export function createDeliveryWorker(ctx: AppContext, opts: DeliveryWorkerOption
         woken = false;
         const limit = Math.min(free, batchSize);
         const nowMs = clock();
-        const { claimed, targets } = await claimWithTargets(database.db, database.dialect, {
-          now: iso(nowMs),
-          leaseUntil: iso(nowMs + leaseMs),
-          limit,
-          token: randomBytes(12).toString('base64url'),
-        });
+        const riding = queued.splice(0, MAX_GROUP_COMMIT);
+        let round: Awaited<ReturnType<typeof claimWithTargets>>;
+        try {
+          round = await claimWithTargets(
+            database.db,
+            database.dialect,
+            {
+              now: iso(nowMs),
+              leaseUntil: iso(nowMs + leaseMs),
+              limit,
+              token: randomBytes(12).toString('base64url'),
+            },
+            riding,
+          );
+        } catch (err) {
+          for (const item of riding) item.fail(err);
+          throw err;
+        }
+        const { claimed, targets, written } = round;
+        for (const [i, item] of riding.entries()) item.done(written[i] ?? false);
         for (const c of claimed) start(c, targets);
         backlog = claimed.length === limit;
         if (backlog) continue; // more may be due: claim again as slots free up
@@ -264,18 +279,23 @@ export function createDeliveryWorker(ctx: AppContext, opts: DeliveryWorkerOption
 
   const ready = listener ? listener.ready : Promise.resolve();
   const running = loop();
+  let stopped: Promise<void> | undefined;
   return {
     name: 'webhook-deliveries',
     ready,
     wake,
-    async stop() {
-      stopping = true;
-      interrupt?.();
-      await running;
-      await Promise.allSettled([...inFlight]);
-      unsubscribe();
-      await listener?.close();
-      if (ownDispatcher) await (dispatcher as { close?: () => Promise<void> }).close?.();
+    stop() {
+      // Idempotent: a second call waits for the first shutdown.
+      stopped ??= (async () => {
+        stopping = true;
+        interrupt?.();
+        await running;
+        await Promise.allSettled([...inFlight]);
+        unsubscribe();
+        await listener?.close();
+        if (ownDispatcher) await (dispatcher as { close?: () => Promise<void> }).close?.();
+      })();
+      return stopped;
     },
   };
 }

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
+import { createDeliveryWorker } from '../../src/events/delivery-worker.ts';
 import { recordEvent } from '../../src/events/outbox.ts';
 import { describeEachDatabase } from '../helpers/harness.ts';
 import type { ReceivedRequest } from '../helpers/https-receiver.ts';
@@ -174,6 +175,13 @@ describeEachDatabase(
           ['data.deleted', 'data.deleted'],
         );
       });
+    });
+
+    it('stops cleanly when stop() is called twice, at once or after it finished', async () => {
+      const worker = createDeliveryWorker(h.ctx);
+      await worker.ready;
+      await Promise.all([worker.stop(), worker.stop()]);
+      await worker.stop();
     });
   },
   {
