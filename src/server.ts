@@ -1,3 +1,7 @@
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import net from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import tls from 'node:tls';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { buildApp } from './app.ts';
@@ -42,6 +46,7 @@ export async function startServer(config: Readonly<Config>, logger: Logger): Pro
     });
     const ctx: AppContext = { config, database, clock: systemClock, logger, rateLimiter };
     const app = await buildApp(ctx, tls ? { https: { key: tls.key, cert: tls.cert } } : {});
+    const drain = trackConnections(app.server);
     await app.listen({ host: config.host, port: config.port });
     const workers = await startWorkers(ctx);
     const address = app.server.address();
@@ -55,7 +60,9 @@ export async function startServer(config: Readonly<Config>, logger: Logger): Pro
       database,
       bootstrap,
       close: async () => {
-        // Stop taking requests and let in-flight ones finish, then let workers finish their attempts.
+        // Stop accepting connections and end the open ones without a reset or a 503, then let the
+        // workers finish their attempts.
+        await drain();
         await app.close();
         await stopWorkers(workers);
         await database.close();
@@ -65,4 +72,71 @@ export async function startServer(config: Readonly<Config>, logger: Logger): Pro
     await database.close().catch(() => {});
     throw err;
   }
+}
+
+/** During a drain, a connection idle this long (no request in flight) is ended with a FIN. */
+const DRAIN_IDLE_MS = 2000;
+/** An ended connection the client has not closed by then is destroyed. */
+const DRAIN_LINGER_MS = 1000;
+
+/**
+ * Tracks the server's connections and returns the drain: stop accepting connections (without
+ * dropping idle keep-alive ones at once as `server.close()` does, which resets the request a
+ * client is writing at that moment), answer every request still arriving normally with
+ * `Connection: close` so each busy connection ends after one more answer, and end (FIN, never RST)
+ * a connection only after it has been idle for {@link DRAIN_IDLE_MS}. Resolves when none is left.
+ */
+function trackConnections(server: Server): () => Promise<void> {
+  type Conn = { res: ServerResponse | null; idleSince: number; endedAt: number | null };
+  const open = new Map<net.Socket, Conn>();
+  let draining = false;
+  const track = (socket: net.Socket) => {
+    let c = open.get(socket);
+    if (!c) {
+      c = { res: null, idleSince: Date.now(), endedAt: null };
+      open.set(socket, c);
+      socket.once('close', () => open.delete(socket));
+    }
+    return c;
+  };
+  // With TLS, requests arrive on the TLS socket, which exists once the handshake is done.
+  server.on(server instanceof tls.Server ? 'secureConnection' : 'connection', track);
+  // Ahead of Fastify's listener, so the header is set before any answer is written.
+  server.prependListener('request', (req: IncomingMessage, res: ServerResponse) => {
+    const c = track(req.socket);
+    c.res = res;
+    if (draining) res.setHeader('connection', 'close');
+    res.once('close', () => {
+      if (c.res === res) {
+        c.res = null;
+        c.idleSince = Date.now();
+      }
+    });
+  });
+
+  return async () => {
+    draining = true;
+    const started = Date.now();
+    for (const c of open.values()) {
+      if (c.res && !c.res.headersSent) c.res.setHeader('connection', 'close');
+      // Idle time counts from the drain's start: a client may be about to reuse its connection.
+      c.idleSince = Math.max(c.idleSince, started);
+    }
+    // net.Server#close only stops the listener; http(s).Server#close would also drop idle connections.
+    net.Server.prototype.close.call(server);
+    // Also wait for connections still in their TLS handshake: they are tracked once it completes.
+    const connections = () => new Promise<number>((r) => server.getConnections((_err, n) => r(n ?? 0)));
+    for (;;) {
+      if (open.size === 0 && (await connections()) === 0) break;
+      const now = Date.now();
+      for (const [socket, c] of open) {
+        if (c.res) continue;
+        if (c.endedAt === null && now - c.idleSince >= DRAIN_IDLE_MS) {
+          c.endedAt = now;
+          socket.end();
+        } else if (c.endedAt !== null && now - c.endedAt >= DRAIN_LINGER_MS) socket.destroy();
+      }
+      await sleep(20);
+    }
+  };
 }

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import { startServer } from '../server.ts';
-import { exitOnSignals } from './shutdown.ts';
+import { DEFAULT_DRAIN_TIMEOUT_MS, exitOnSignals } from './shutdown.ts';
 
 /**
  * `ads serve`: runs until SIGTERM/SIGINT, then drains in-flight requests and background attempts
@@ -10,7 +10,12 @@ import { exitOnSignals } from './shutdown.ts';
  */
 export async function serveCommand(config: Readonly<Config>, logger: Logger): Promise<number> {
   const starting = startServer(config, logger);
-  exitOnSignals(logger, 'draining in-flight requests', () => starting.then((server) => server.close()));
+  exitOnSignals(
+    logger,
+    'draining in-flight requests',
+    () => starting.then((server) => server.close()),
+    drainTimeoutMs(config),
+  );
 
   const server = await starting;
   if (server.bootstrap) {
@@ -26,4 +31,9 @@ export async function serveCommand(config: Readonly<Config>, logger: Logger): Pr
   }
   process.stdout.write(`Serving ${server.url}/v1\n`);
   return -1;
+}
+
+/** The drain outlasts the longest webhook attempt in flight, so a stop never cuts one short. */
+export function drainTimeoutMs(config: Readonly<Config>): number {
+  return Math.max(DEFAULT_DRAIN_TIMEOUT_MS, config.webhook.timeoutMs + 10_000);
 }

@@ -5,27 +5,41 @@ import { migrate, openDatabase } from '../db/database.ts';
 import { systemClock } from '../lib/time.ts';
 import { createRateLimiter } from '../ratelimit/limiter.ts';
 import { startWorkers, stopWorkers } from '../workers.ts';
+import { drainTimeoutMs } from './serve.ts';
 import { exitOnSignals } from './shutdown.ts';
 
 /**
  * `ads worker`: the background workers (webhook deliveries, mail) without the API, for scaling them
- * apart from it. Runs until SIGTERM/SIGINT, then lets in-flight attempts finish and exits 0.
+ * apart from it. Runs until SIGTERM/SIGINT, then lets in-flight attempts finish and exits 0. Signal
+ * handlers are in place before start-up, so a signal during start-up also ends cleanly.
  */
 export async function workerCommand(config: Readonly<Config>, logger: Logger): Promise<number> {
   const database = openDatabase(config.database);
-  let workers: Awaited<ReturnType<typeof startWorkers>>;
-  try {
+  const starting = (async () => {
     const applied = await migrate(database);
     if (applied.length) logger.info({ migrations: applied }, 'migrations applied');
     // The workers read nothing from it; AppContext simply requires one.
     const rateLimiter = createRateLimiter({ now: systemClock, logger });
     const ctx: AppContext = { config, database, clock: systemClock, logger, rateLimiter };
-    workers = await startWorkers(ctx);
+    return startWorkers(ctx);
+  })();
+  exitOnSignals(
+    logger,
+    'finishing in-flight work',
+    () =>
+      starting.then(
+        (workers) => stopWorkers(workers).then(() => database.close()),
+        () => database.close(),
+      ),
+    drainTimeoutMs(config),
+  );
+  let workers: Awaited<typeof starting>;
+  try {
+    workers = await starting;
   } catch (err) {
     await database.close().catch(() => {});
     throw err;
   }
   logger.info({ workers: workers.map((w) => w.name), database: database.dialect }, 'worker started');
-  exitOnSignals(logger, 'finishing in-flight work', () => stopWorkers(workers).then(() => database.close()));
   return -1;
 }
