@@ -57,6 +57,12 @@ interface Traits {
   pathParams: boolean;
   /** Authenticated POSTs take `Idempotency-Key` (decisions §9, src/http/idempotency.ts). */
   idempotent: boolean;
+  /**
+   * POST, PATCH, PUT and DELETE read whatever body arrives, even where the operation defines none:
+   * it must be JSON and within the size limit (400, 413), though an operation without a body
+   * schema then ignores it.
+   */
+  readsBody: boolean;
 }
 
 /** Whether `code` can come out of this operation (decisions §2-§5); unknown codes default to yes. */
@@ -64,7 +70,8 @@ function applies(code: ErrorCode, t: Traits): boolean {
   switch (code) {
     case 'invalid_json':
     case 'invalid_content_type':
-      return t.body !== null;
+    case 'payload_too_large':
+      return t.body !== null || t.readsBody;
     case 'invalid_query':
       return t.query.has('q');
     case 'invalid_filter':
@@ -112,7 +119,7 @@ function crossCutting(t: Traits, probe: boolean): number[] {
   if (probe) return [500];
   const statuses = [403, 500];
   if (t.authenticated) statuses.push(401, 429);
-  if (t.body !== null) statuses.push(400, 413);
+  if (t.body !== null || t.readsBody) statuses.push(400, 413);
   if (t.query.size > 0) statuses.push(400);
   if (t.pathParams) statuses.push(404);
   if (t.idempotent) statuses.push(400, 409);
@@ -148,6 +155,7 @@ function traitsOf(method: string, path: string, op: Json, components: ComponentS
     path,
     authenticated,
     idempotent: authenticated && method === 'post',
+    readsBody: ['post', 'patch', 'put', 'delete'].includes(method),
     body: op.requestBody ? new Set(Object.keys(bodySchema?.properties ?? {})) : null,
     bodyRequired: new Set((bodySchema?.required ?? []) as string[]),
     query: new Set(params.filter((p) => p.in === 'query').map((p) => String(p.name))),
