@@ -12,19 +12,25 @@ import { WINDOW_SECONDS } from './plans.ts';
  * @example rateLimitHeaders(d)['RateLimit'] // '"minute";r=59;t=42, "day";r=9999;t=3042'
  */
 export function rateLimitHeaders(decision: RateDecision): Record<string, string> {
-  if (decision.unlimited || decision.windows.length === 0) return {};
+  const { windows } = decision;
+  if (decision.unlimited || windows.length === 0) return {};
   const headers: Record<string, string> = {};
-  const minute = decision.windows.find((w) => w.name === 'minute');
-  if (minute) {
-    headers['X-RateLimit-Limit'] = String(minute.limit);
-    headers['X-RateLimit-Remaining'] = String(minute.remaining);
-    headers['X-RateLimit-Reset'] = String(minute.resetAt);
+  // Plain loops and concatenation: this runs on every limited request (see docs/benchmarks.md).
+  let policy = '';
+  let state = '';
+  for (const w of windows) {
+    if (w.name === 'minute') {
+      headers['X-RateLimit-Limit'] = String(w.limit);
+      headers['X-RateLimit-Remaining'] = String(w.remaining);
+      headers['X-RateLimit-Reset'] = String(w.resetAt);
+    }
+    const sep = policy === '' ? '' : ', ';
+    // Window names are a closed union of plain words, so they need no String escaping.
+    policy += `${sep}"${w.name}";q=${w.limit};w=${WINDOW_SECONDS[w.name]}`;
+    state += `${sep}"${w.name}";r=${w.remaining};t=${w.resetIn}`;
   }
-  // Window names are a closed union of plain words, so they need no String escaping.
-  headers['RateLimit-Policy'] = decision.windows
-    .map((w) => `"${w.name}";q=${w.limit};w=${WINDOW_SECONDS[w.name]}`)
-    .join(', ');
-  headers.RateLimit = decision.windows.map((w) => `"${w.name}";r=${w.remaining};t=${w.resetIn}`).join(', ');
+  headers['RateLimit-Policy'] = policy;
+  headers.RateLimit = state;
   if (decision.limited && decision.retryAfter !== undefined) {
     headers['Retry-After'] = String(Math.max(1, Math.ceil(decision.retryAfter)));
   }

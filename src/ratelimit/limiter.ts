@@ -1,5 +1,4 @@
 import { Redis } from 'ioredis';
-import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterRedis } from 'rate-limiter-flexible';
 import { type Clock, systemClock } from '../lib/time.ts';
 import { PLAN_LIMITS, type Plan, type PlanLimits, WINDOW_SECONDS, type WindowName } from './plans.ts';
 
@@ -53,20 +52,14 @@ export type RateLimiter = {
   close(): Promise<void>;
 };
 
-type WindowSpec = { name: WindowName; tag: string; seconds: number; limitOf: (l: PlanLimits) => number };
-
-const WINDOW: Record<WindowName, WindowSpec> = {
-  minute: { name: 'minute', tag: 'm', seconds: WINDOW_SECONDS.minute, limitOf: (l) => l.perMinute },
-  day: { name: 'day', tag: 'd', seconds: WINDOW_SECONDS.day, limitOf: (l) => l.perDay },
-};
-
-// The stores only count; the plan limit is compared here. One counter per key and window (not per
-// plan) means a plan change mid-window keeps the usage already spent, and memory and Redis behave alike.
-const COUNT_ONLY_POINTS = 2 ** 31 - 1;
+const MINUTE_MS = WINDOW_SECONDS.minute * 1000;
+const DAY_MS = WINDOW_SECONDS.day * 1000;
 const MAX_KEY_ID_LENGTH = 200;
 const LOG_EVERY_MS = 60_000;
 const CONNECT_TIMEOUT_MS = 2_000;
 const COMMAND_TIMEOUT_MS = 1_000;
+/** Redis counters outlive their window end by this much, so instances with skewed clocks still share them. */
+const EXPIRY_GRACE_MS = 10_000;
 
 const consoleLogger: RateLimiterLogger = {
   warn: (obj, msg) => console.warn(msg, obj),
@@ -74,33 +67,60 @@ const consoleLogger: RateLimiterLogger = {
   info: () => {},
 };
 
-/** Where `nowMs` falls in a window: the counter key suffix and when the window ends. */
-function placeInWindow(spec: WindowSpec, nowMs: number) {
-  const index = Math.floor(nowMs / (spec.seconds * 1000));
-  const resetAt = (index + 1) * spec.seconds;
-  const resetIn = Math.max(1, Math.ceil((resetAt * 1000 - nowMs) / 1000));
-  return { index, resetAt, resetIn };
-}
+/** Counts of one key: the minute counts every attempt, the day those the minute allowed. */
+type Counts = { minute: number; day: number };
 
-/** Memory limiter that reports each use, so the Redis limiter's fallback is visible. */
-class InsuranceMemoryLimiter extends RateLimiterMemory {
-  readonly #onUse: () => void;
-  constructor(duration: number, onUse: () => void) {
-    super({ points: COUNT_ONLY_POINTS, duration, keyPrefix: 'ads-rl-insurance' });
-    this.#onUse = onUse;
+/** The aligned windows one clock reading falls in. */
+type Place = { nowMs: number; minute: number; day: number };
+
+/**
+ * In-process counters: one slot per key holding its current minute and day window, so a request costs
+ * one Map lookup and no timer. A window never moves backwards for a key (a clock stepping back keeps
+ * counting in the later window, never grants a fresh budget). Slots of keys idle since an earlier UTC
+ * day are dropped when the day changes.
+ */
+class LocalCounters {
+  readonly #slots = new Map<string, { minute: number; minuteUsed: number; day: number; dayUsed: number }>();
+  #sweptDay = Number.NEGATIVE_INFINITY;
+
+  consume(keyId: string, at: Place, minuteLimit: number): Counts {
+    if (at.day > this.#sweptDay) this.#sweep(at.day);
+    let slot = this.#slots.get(keyId);
+    if (slot === undefined) {
+      slot = { minute: at.minute, minuteUsed: 0, day: at.day, dayUsed: 0 };
+      this.#slots.set(keyId, slot);
+    }
+    if (at.minute > slot.minute) {
+      slot.minute = at.minute;
+      slot.minuteUsed = 0;
+    }
+    if (at.day > slot.day) {
+      slot.day = at.day;
+      slot.dayUsed = 0;
+    }
+    const minute = ++slot.minuteUsed;
+    const day = minute <= minuteLimit ? ++slot.dayUsed : slot.dayUsed;
+    return { minute, day };
   }
-  override consume(key: string | number, points?: number, options?: Record<string, unknown>) {
-    this.#onUse();
-    return super.consume(key, points, options);
+
+  read(keyId: string, at: Place): Counts {
+    const slot = this.#slots.get(keyId);
+    if (slot === undefined) return { minute: 0, day: 0 };
+    return {
+      minute: at.minute <= slot.minute ? slot.minuteUsed : 0,
+      day: at.day <= slot.day ? slot.dayUsed : 0,
+    };
   }
-  override get(key: string | number, options?: Record<string, unknown>) {
-    this.#onUse();
-    return super.get(key, options);
+
+  #sweep(day: number) {
+    this.#sweptDay = day;
+    for (const [keyId, slot] of this.#slots) if (slot.day < day) this.#slots.delete(keyId);
   }
 }
 
 type Backend = {
-  stores: Record<WindowName, RateLimiterAbstract>;
+  consume(keyId: string, at: Place, minuteLimit: number): Counts | Promise<Counts>;
+  read(keyId: string, at: Place): Counts | Promise<Counts>;
   /** Resolves once the first connection attempt has settled; consuming earlier would skip Redis. */
   ready: Promise<void>;
   health(): RateLimiterHealth;
@@ -108,14 +128,104 @@ type Backend = {
 };
 
 function memoryBackend(): Backend {
-  const store = (seconds: number) =>
-    new RateLimiterMemory({ points: COUNT_ONLY_POINTS, duration: seconds, keyPrefix: 'ads-rl' });
+  const counters = new LocalCounters();
   return {
-    stores: { minute: store(WINDOW.minute.seconds), day: store(WINDOW.day.seconds) },
+    consume: (keyId, at, minuteLimit) => counters.consume(keyId, at, minuteLimit),
+    read: (keyId, at) => counters.read(keyId, at),
     ready: Promise.resolve(),
     health: () => ({ backend: 'memory', degraded: false }),
     close: async () => {},
   };
+}
+
+/**
+ * One round trip for every request that reached the limiter in this event-loop turn, atomically, in
+ * order. Per request (a pair of keys and three arguments): count the minute; count the day only if
+ * the minute allows the request, otherwise read it. A counter's expiry is set when it is created, at
+ * its window's end by the caller's clock plus a grace period.
+ * KEYS: minute and day counter of each request. ARGV: minute limit, minute TTL ms, day TTL ms of each
+ * request. Returns the minute and day counts of each request, flattened.
+ */
+export const CONSUME_SCRIPT = `
+local out = {}
+for i = 1, #KEYS, 2 do
+  local arg = (i - 1) / 2 * 3
+  local minute = redis.call('INCR', KEYS[i])
+  if minute == 1 then redis.call('PEXPIRE', KEYS[i], ARGV[arg + 2]) end
+  local day
+  if minute <= tonumber(ARGV[arg + 1]) then
+    day = redis.call('INCR', KEYS[i + 1])
+    if day == 1 then redis.call('PEXPIRE', KEYS[i + 1], ARGV[arg + 3]) end
+  else
+    day = tonumber(redis.call('GET', KEYS[i + 1]) or '0')
+  end
+  out[i] = minute
+  out[i + 1] = day
+end
+return out
+`;
+
+/** Requests per script call at most, so one call never holds Redis for long. */
+const MAX_BATCH = 128;
+
+type ScriptedRedis = Redis & {
+  adsRateConsume(numberOfKeys: number, ...keysThenArgs: (string | number)[]): Promise<number[]>;
+};
+
+type PendingConsume = {
+  minuteKey: string;
+  dayKey: string;
+  args: [minuteLimit: number, minuteTtlMs: number, dayTtlMs: number];
+  resolve: (counts: Counts) => void;
+  reject: (err: unknown) => void;
+};
+
+/**
+ * Sends every consume queued during one event-loop turn as one script call: the per-command cost
+ * of the client (and of Redis) is paid once per turn, not once per request (docs/benchmarks.md).
+ */
+function consumeBatcher(client: ScriptedRedis) {
+  let queue: PendingConsume[] = [];
+  let scheduled = false;
+  const send = (batch: PendingConsume[]) => {
+    const keysThenArgs: (string | number)[] = [];
+    for (const p of batch) keysThenArgs.push(p.minuteKey, p.dayKey);
+    for (const p of batch) keysThenArgs.push(...p.args);
+    // A failed call fails its whole batch over to the per-process counters, even requests Redis counted.
+    let sent: Promise<number[]>;
+    try {
+      sent = client.adsRateConsume(batch.length * 2, ...keysThenArgs);
+    } catch (err) {
+      sent = Promise.reject(err);
+    }
+    sent.then(
+      (counts) => {
+        for (let i = 0; i < batch.length; i++) {
+          (batch[i] as PendingConsume).resolve({
+            minute: counts[2 * i] as number,
+            day: counts[2 * i + 1] as number,
+          });
+        }
+      },
+      (err: unknown) => {
+        for (const p of batch) p.reject(err);
+      },
+    );
+  };
+  const flush = () => {
+    scheduled = false;
+    const batch = queue;
+    queue = [];
+    for (let i = 0; i < batch.length; i += MAX_BATCH) send(batch.slice(i, i + MAX_BATCH));
+  };
+  return (minuteKey: string, dayKey: string, args: PendingConsume['args']) =>
+    new Promise<Counts>((resolve, reject) => {
+      queue.push({ minuteKey, dayKey, args, resolve, reject });
+      if (!scheduled) {
+        scheduled = true;
+        setImmediate(flush);
+      }
+    });
 }
 
 function redisBackend(cfg: { url: string; keyPrefix: string }, logger: RateLimiterLogger): Backend {
@@ -124,7 +234,11 @@ function redisBackend(cfg: { url: string; keyPrefix: string }, logger: RateLimit
     maxRetriesPerRequest: 1,
     connectTimeout: CONNECT_TIMEOUT_MS,
     commandTimeout: COMMAND_TIMEOUT_MS,
-  });
+  }) as ScriptedRedis;
+  client.defineCommand('adsRateConsume', { lua: CONSUME_SCRIPT });
+  const consumeInRedis = consumeBatcher(client);
+  // Per-process counts while Redis is unreachable.
+  const fallback = new LocalCounters();
   let lastError: string | undefined;
   let lastFallbackAt = 0;
   let lastLoggedAt = Number.NEGATIVE_INFINITY;
@@ -146,9 +260,10 @@ function redisBackend(cfg: { url: string; keyPrefix: string }, logger: RateLimit
     );
     suppressed = 0;
   };
-  const onFallback = () => {
+  const fellBack = (err?: unknown) => {
+    if (err instanceof Error) lastError = err.message;
     lastFallbackAt = Date.now();
-    trouble('Redis unavailable');
+    trouble(err === undefined ? 'Redis unavailable' : 'Redis command failed');
   };
 
   client.on('error', (err: Error) => {
@@ -172,18 +287,38 @@ function redisBackend(cfg: { url: string; keyPrefix: string }, logger: RateLimit
     client.once('ready', settle).once('error', settle).once('end', settle);
   });
 
-  const store = (seconds: number) =>
-    new RateLimiterRedis({
-      storeClient: client,
-      points: COUNT_ONLY_POINTS,
-      duration: seconds,
-      keyPrefix: cfg.keyPrefix,
-      rejectIfRedisNotReady: true,
-      insuranceLimiter: new InsuranceMemoryLimiter(seconds, onFallback),
-    });
+  const keyOf = (keyId: string, tag: string, index: number) => `${cfg.keyPrefix}:${keyId}:${tag}:${index}`;
 
   return {
-    stores: { minute: store(WINDOW.minute.seconds), day: store(WINDOW.day.seconds) },
+    async consume(keyId, at, minuteLimit) {
+      if (client.status !== 'ready') {
+        fellBack();
+        return fallback.consume(keyId, at, minuteLimit);
+      }
+      try {
+        return await consumeInRedis(keyOf(keyId, 'm', at.minute), keyOf(keyId, 'd', at.day), [
+          minuteLimit,
+          (at.minute + 1) * MINUTE_MS - at.nowMs + EXPIRY_GRACE_MS,
+          (at.day + 1) * DAY_MS - at.nowMs + EXPIRY_GRACE_MS,
+        ]);
+      } catch (err) {
+        fellBack(err);
+        return fallback.consume(keyId, at, minuteLimit);
+      }
+    },
+    async read(keyId, at) {
+      if (client.status !== 'ready') {
+        fellBack();
+        return fallback.read(keyId, at);
+      }
+      try {
+        const [minute, day] = await client.mget(keyOf(keyId, 'm', at.minute), keyOf(keyId, 'd', at.day));
+        return { minute: Number(minute ?? 0), day: Number(day ?? 0) };
+      } catch (err) {
+        fellBack(err);
+        return fallback.read(keyId, at);
+      }
+    },
     ready,
     health: () => {
       const connected = client.status === 'ready';
@@ -207,6 +342,25 @@ function redisBackend(cfg: { url: string; keyPrefix: string }, logger: RateLimit
   };
 }
 
+/** A window as one request sees it. */
+function windowView(
+  name: WindowName,
+  limit: number,
+  used: number,
+  index: number,
+  lengthMs: number,
+  nowMs: number,
+): RateWindow {
+  const endMs = (index + 1) * lengthMs;
+  return {
+    name,
+    limit,
+    remaining: limit > used ? limit - used : 0,
+    resetAt: endMs / 1000,
+    resetIn: Math.max(1, Math.ceil((endMs - nowMs) / 1000)),
+  };
+}
+
 /**
  * Per-key rate limiting by plan over aligned windows (decisions §8).
  *
@@ -214,11 +368,18 @@ function redisBackend(cfg: { url: string; keyPrefix: string }, logger: RateLimit
  * day window, so a minute-limited request never burns day quota. A request refused by the day window
  * has already spent its minute point; that only lowers the minute's remaining count, because no minute
  * can pass while the day is exhausted.
+ *
+ * The counters are per key and window, not per plan: a plan change mid-window keeps the usage already
+ * spent, and memory and Redis behave alike. The injected clock alone decides the window.
  */
 export function createRateLimiter(opts: RateLimiterOptions = {}): RateLimiter {
   const now = opts.now ?? systemClock;
   const logger = opts.logger ?? consoleLogger;
   const backend = opts.redis ? redisBackend(opts.redis, logger) : memoryBackend();
+  let settled = false;
+  void backend.ready.then(() => {
+    settled = true;
+  });
 
   const limitsOf = (keyId: string, plan: Plan): PlanLimits | null => {
     if (typeof keyId !== 'string' || keyId.length === 0 || keyId.length > MAX_KEY_ID_LENGTH) {
@@ -228,67 +389,50 @@ export function createRateLimiter(opts: RateLimiterOptions = {}): RateLimiter {
     return PLAN_LIMITS[plan];
   };
 
-  // The injected clock picks the window through the index in the key; the store's own TTL runs on real
-  // time from the first hit, one window long, so it only collects old counters and outlives the window.
   // The clock is read once per call so both windows agree on "now".
-  const windowsAt = (keyId: string, limits: PlanLimits) => {
+  const placeNow = (): Place => {
     const nowMs = now();
-    const at = (spec: WindowSpec) => {
-      const place = placeInWindow(spec, nowMs);
-      return {
-        ...place,
-        name: spec.name,
-        limit: spec.limitOf(limits),
-        key: `${keyId}:${spec.tag}:${place.index}`,
-      };
-    };
-    return { minute: at(WINDOW.minute), day: at(WINDOW.day) };
+    return { nowMs, minute: Math.floor(nowMs / MINUTE_MS), day: Math.floor(nowMs / DAY_MS) };
   };
-  type Placed = ReturnType<typeof windowsAt>['minute'];
 
-  const view = (w: Placed, used: number): RateWindow => ({
-    name: w.name,
-    limit: w.limit,
-    remaining: Math.max(0, w.limit - used),
-    resetAt: w.resetAt,
-    resetIn: w.resetIn,
-  });
-
-  const readCount = async (name: WindowName, key: string) =>
-    (await backend.stores[name].get(key))?.consumedPoints ?? 0;
+  const windowsOf = (limits: PlanLimits, at: Place, used: Counts): [RateWindow, RateWindow] => [
+    windowView('minute', limits.perMinute, used.minute, at.minute, MINUTE_MS, at.nowMs),
+    windowView('day', limits.perDay, used.day, at.day, DAY_MS, at.nowMs),
+  ];
 
   return {
     async consume(keyId, plan) {
       const limits = limitsOf(keyId, plan);
       if (!limits) return { limited: false, unlimited: true, windows: [] };
-      await backend.ready;
-      const { minute, day } = windowsAt(keyId, limits);
-      const minuteUsed = (await backend.stores.minute.consume(minute.key)).consumedPoints;
-      const minuteOk = minuteUsed <= minute.limit;
-      const dayUsed = minuteOk
-        ? (await backend.stores.day.consume(day.key)).consumedPoints
-        : await readCount('day', day.key);
-      const windows = [view(minute, minuteUsed), view(day, dayUsed)];
-      if (minuteOk && dayUsed <= day.limit) return { limited: false, unlimited: false, windows };
+      if (!settled) await backend.ready;
+      const at = placeNow();
+      const used = await backend.consume(keyId, at, limits.perMinute);
+      const windows = windowsOf(limits, at, used);
+      if (used.minute <= limits.perMinute && used.day <= limits.perDay) {
+        return { limited: false, unlimited: false, windows };
+      }
       // Wait until every exhausted window has reset, or the retry is refused again.
-      const retryAfter = Math.max(1, ...windows.filter((w) => w.remaining === 0).map((w) => w.resetIn));
+      const [minute, day] = windows;
+      const retryAfter = Math.max(
+        1,
+        minute.remaining === 0 ? minute.resetIn : 0,
+        day.remaining === 0 ? day.resetIn : 0,
+      );
       return { limited: true, unlimited: false, windows, retryAfter };
     },
 
     async usage(keyId, plan) {
       const limits = limitsOf(keyId, plan);
       if (!limits) return { unlimited: true, windows: [] };
-      await backend.ready;
-      const { minute, day } = windowsAt(keyId, limits);
-      const [minuteUsed, dayUsed] = await Promise.all([
-        readCount('minute', minute.key),
-        readCount('day', day.key),
-      ]);
+      if (!settled) await backend.ready;
+      const at = placeNow();
+      const used = await backend.read(keyId, at);
+      const [minute, day] = windowsOf(limits, at, used);
       return {
         unlimited: false,
         windows: [
-          { ...view(minute, minuteUsed), used: Math.min(minuteUsed, minute.limit) },
-          { ...view(day, dayUsed), used: Math.min(dayUsed, day.limit) },
+          { ...minute, used: Math.min(used.minute, limits.perMinute) },
+          { ...day, used: Math.min(used.day, limits.perDay) },
         ],
       };
     },

@@ -4,6 +4,7 @@ import { createServer } from 'node:net';
 import { after, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import {
+  CONSUME_SCRIPT,
   createRateLimiter,
   type RateDecision,
   type RateLimiter,
@@ -233,6 +234,29 @@ function limiterCases(make: Make, backend: 'memory' | 'redis') {
 
 describe('rate limiter, memory backend', () => {
   limiterCases((now) => createRateLimiter({ now }), 'memory');
+
+  test('a clock stepping back never grants a fresh minute; a key idle since yesterday starts afresh', async () => {
+    const clock = fakeClock(Date.UTC(2030, 0, 15, 23, 59, 30));
+    const limiter = createRateLimiter({ now: clock.now });
+    try {
+      const key = newKey();
+      for (let i = 0; i < 60; i++) await limiter.consume(key, 'free');
+      clock.t = Date.UTC(2030, 0, 15, 23, 58, 59);
+      assert.equal((await limiter.consume(key, 'free')).limited, true, 'still counted in the later minute');
+      clock.t = Date.UTC(2030, 0, 16, 0, 0, 5);
+      assert.deepEqual(
+        (await limiter.usage(key, 'free')).windows.map((w) => w.used),
+        [0, 0],
+      );
+      const fresh = await limiter.consume(key, 'free');
+      assert.deepEqual(
+        fresh.windows.map((w) => w.remaining),
+        [59, 9_999],
+      );
+    } finally {
+      await limiter.close();
+    }
+  });
 });
 
 const makeRedis: Make = (now) => createRateLimiter({ now, redis: { url: REDIS_URL, keyPrefix: PREFIX } });
@@ -261,6 +285,110 @@ describe('rate limiter, Redis backend', { skip: REDIS_REQUIRED ? false : skipRed
     assert.equal(await redisClient.get(`${PREFIX}:${key}:d:${Math.floor(now / 86_400_000)}`), '3');
     const ttl = await redisClient.ttl(minuteKey);
     assert.ok(ttl > 0 && ttl <= 60, `minute counter expires (ttl ${ttl})`);
+  });
+
+  test('one script call counts both windows; expiry is set once, at the aligned window end plus 10 s', async () => {
+    const clock = fakeClock(Date.UTC(2030, 0, 15, 9, 15, 20));
+    const limiter = makeRedis(clock.now);
+    const key = newKey();
+    const minuteKey = `${PREFIX}:${key}:m:${Math.floor(clock.t / MINUTE)}`;
+    const dayKey = `${PREFIX}:${key}:d:${Math.floor(clock.t / 86_400_000)}`;
+    try {
+      await limiter.consume(key, 'free');
+      const [minuteTtl, dayTtl] = [await redisClient.pttl(minuteKey), await redisClient.pttl(dayKey)];
+      // 40 s to the minute's end and 14:44:40 to midnight, each plus the 10 s grace (less elapsed real time).
+      assert.ok(minuteTtl > 45_000 && minuteTtl <= 50_000, `minute pttl ${minuteTtl}`);
+      const toMidnight = (14 * 3600 + 44 * 60 + 40) * 1000 + 10_000;
+      assert.ok(dayTtl > toMidnight - 5_000 && dayTtl <= toMidnight, `day pttl ${dayTtl}`);
+      // Later requests in the same windows do not move the expiry (it would shrink to 20 s here).
+      clock.t += 30_000;
+      await limiter.consume(key, 'free');
+      assert.ok((await redisClient.pttl(minuteKey)) > 40_000);
+      assert.equal(await redisClient.get(minuteKey), '2');
+      assert.equal(await redisClient.get(dayKey), '2');
+    } finally {
+      await limiter.close();
+    }
+  });
+
+  test('the script: requests in one call are counted in order; the day only while the minute allows', async () => {
+    const id = randomUUID();
+    const [m, d, m2, d2] = ['m', 'd', 'm2', 'd2'].map((t) => `${PREFIX}:script:${id}:${t}`) as [
+      string,
+      string,
+      string,
+      string,
+    ];
+    const args = [2, 60_000, 3_600_000];
+    const run = async (pairs: [string, string][]) =>
+      (await redisClient.eval(
+        CONSUME_SCRIPT,
+        pairs.length * 2,
+        ...pairs.flat(),
+        ...pairs.flatMap(() => args),
+      )) as number[];
+    assert.deepEqual(await run([[m, d]]), [1, 1]);
+    // Three requests of one key and one of another in one call, as one event-loop turn sends them.
+    assert.deepEqual(
+      await run([
+        [m, d],
+        [m2, d2],
+        [m, d],
+        [m, d],
+      ]),
+      [2, 2, 1, 1, 3, 2, 4, 2],
+      'over the minute limit (2): the day is read, not counted',
+    );
+    for (const k of [m, d, m2, d2]) assert.ok((await redisClient.pttl(k)) > 0, `${k} expires`);
+  });
+
+  test('400 concurrent requests of one key, queued into shared script calls, stay exact', async () => {
+    const now = Date.UTC(2030, 0, 15, 9, 30, 0);
+    const limiter = makeRedis(() => now);
+    const key = newKey();
+    try {
+      const decisions = await Promise.all(Array.from({ length: 400 }, () => limiter.consume(key, 'pro')));
+      assert.equal(decisions.filter((d) => !d.limited).length, 300);
+      assert.deepEqual(
+        decisions
+          .filter((d) => !d.limited)
+          .map((d) => d.windows[0]?.remaining)
+          .sort((a, b) => (a ?? 0) - (b ?? 0)),
+        Array.from({ length: 300 }, (_, i) => i),
+      );
+      assert.equal(await redisClient.get(`${PREFIX}:${key}:m:${Math.floor(now / MINUTE)}`), '400');
+      assert.equal(await redisClient.get(`${PREFIX}:${key}:d:${Math.floor(now / 86_400_000)}`), '300');
+      assert.deepEqual(limiter.health(), { backend: 'redis', degraded: false });
+    } finally {
+      await limiter.close();
+    }
+  });
+
+  test('a failing Redis command falls back to per-process counts and shows degraded', async () => {
+    const now = Date.UTC(2030, 0, 15, 9, 20, 0);
+    const logs: string[] = [];
+    const logger: RateLimiterLogger = { info: () => {}, warn: () => {}, error: (_o, m) => logs.push(m) };
+    const limiter = createRateLimiter({
+      now: () => now,
+      logger,
+      redis: { url: REDIS_URL, keyPrefix: PREFIX },
+    });
+    const key = newKey();
+    try {
+      assert.equal((await limiter.consume(key, 'free')).windows[0]?.remaining, 59);
+      // A counter of the wrong type makes INCR fail on the server.
+      await redisClient.del(`${PREFIX}:${key}:m:${Math.floor(now / MINUTE)}`);
+      await redisClient.hset(`${PREFIX}:${key}:m:${Math.floor(now / MINUTE)}`, 'x', '1');
+      const fallback = await limiter.consume(key, 'free');
+      assert.equal(fallback.limited, false);
+      assert.equal(fallback.windows[0]?.remaining, 59, 'counted by this process alone');
+      const health = limiter.health();
+      assert.equal(health.degraded, true);
+      assert.match(health.detail ?? '', /recent Redis command failures \(WRONGTYPE.*counting per process/);
+      assert.equal(logs.length, 1);
+    } finally {
+      await limiter.close();
+    }
   });
 });
 
