@@ -1,11 +1,19 @@
+import { createRequire } from 'node:module';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifySchema,
+  type FastifySchemaCompiler,
+  LogController,
+} from 'fastify';
 import type { AppContext } from './context.ts';
 import { installAuth, installScopeCheck } from './http/auth.ts';
-import { installErrorHandling } from './http/error-handler.ts';
+import { clientErrorHandler, frameworkErrors, installErrorHandling } from './http/error-handler.ts';
 import { healthRoutes } from './http/health.ts';
 import { installHttpsGuard, installSecurityHeaders } from './http/https-guard.ts';
 import { installIdempotency } from './http/idempotency.ts';
+import { installJsonBody } from './http/json-body.ts';
 import { installOpenApi } from './http/openapi.ts';
 import { installRateLimit } from './http/rate-limit.ts';
 import { ErrorBody } from './http/schemas.ts';
@@ -24,6 +32,51 @@ export interface BuildOptions {
   https?: { key: string | Buffer; cert: string | Buffer };
 }
 
+type Compiled = ((...args: never[]) => unknown) & { errors?: unknown };
+
+/**
+ * Compiles on first call instead of at start-up: the service has ~40 routes with a validator per
+ * part and a serializer per status, and compiling them all was a large share of start-up. The
+ * validator's `errors` (which Fastify reads after a failed call) are carried over.
+ */
+function lazily<F extends Compiled>(compile: () => F): F {
+  let fn: F | undefined;
+  const wrapper = ((...args: never[]) => {
+    fn ??= compile();
+    const result = fn(...args);
+    wrapper.errors = fn.errors;
+    return result;
+  }) as F;
+  return wrapper;
+}
+
+// Fastify's own default serializer compiler (fast-json-stringify), resolved from fastify as it does.
+type SerializerFactory = (
+  externalSchemas: unknown,
+  options: unknown,
+) => (route: { schema?: unknown }) => (data: unknown) => string;
+let defaultSerializerFactory: SerializerFactory | undefined;
+const serializerFactory = (): SerializerFactory =>
+  (defaultSerializerFactory ??= createRequire(import.meta.resolve('fastify'))(
+    '@fastify/fast-json-stringify-compiler',
+  ).SerializerSelector() as SerializerFactory);
+
+/** Serializers compiled lazily, and once per distinct schema (every route shares the error body's). */
+function buildLazySerializer(externalSchemas: unknown, options: unknown) {
+  const compile = serializerFactory()(externalSchemas, options);
+  const bySchema = new Map<string, (data: unknown) => string>();
+  return (route: { schema?: unknown }) =>
+    lazily(() => {
+      const key = JSON.stringify(route.schema);
+      let fn = bySchema.get(key);
+      if (!fn) {
+        fn = compile(route);
+        bySchema.set(key, fn);
+      }
+      return fn;
+    });
+}
+
 /** Builds the HTTP app over an open, migrated database. Reads no environment, listens on nothing. */
 export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promise<FastifyInstance> {
   const { config } = ctx;
@@ -36,22 +89,29 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     bodyLimit: config.bodyLimit,
     // Trust exactly one hop: the proxy's own X-Forwarded-* entry, never what the client put before it.
     trustProxy: config.trustProxy ? (_address: string, hop: number) => hop < 1 : false,
-    return503OnClosing: true,
-    forceCloseConnections: 'idle',
+    // server.ts drains connections before close: nothing is ever answered 503 for closing.
+    return503OnClosing: false,
+    frameworkErrors,
+    clientErrorHandler,
     routerOptions: { maxParamLength: 200 },
+    schemaController: { compilersFactory: { buildSerializer: buildLazySerializer } },
     ...(opts.https ? { https: { ...opts.https, minVersion: 'TLSv1.2' as const } } : {}),
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as FastifyInstance;
 
   app.decorate('ctx', ctx);
-  app.setValidatorCompiler(createValidatorCompiler());
+  const validatorCompiler = createValidatorCompiler();
+  app.setValidatorCompiler(((route) =>
+    lazily(() => validatorCompiler(route) as Compiled)) as FastifySchemaCompiler<FastifySchema>);
   app.removeContentTypeParser('text/plain');
+  installJsonBody(app);
   app.addSchema(ErrorBody);
 
   installErrorHandling(app);
   installSecurityHeaders(app);
   if (config.trustProxy) installHttpsGuard(app);
   app.addHook('onClose', async () => ctx.rateLimiter.close());
-  app.addHook('onResponse', async (request, reply) => {
+  // A callback hook: no promise per request just to write a log line.
+  app.addHook('onResponse', (request, reply, done) => {
     request.log.info(
       {
         method: request.method,
@@ -61,6 +121,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
       },
       'request',
     );
+    done();
   });
 
   await installOpenApi(app);

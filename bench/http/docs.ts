@@ -1,7 +1,7 @@
 /**
  * The `## HTTP` section of docs/benchmarks.md keeps one `### <N> objects` block per seeded size, so a
  * 1,000,000-object run and the default 100,000-object run sit side by side: a run replaces only
- * the block of its own size.
+ * the block of its own size. Other `### ` blocks (notes) are kept as they are, after the sizes.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -9,6 +9,7 @@ import { writeBenchSection } from '../report.ts';
 
 const FILE = path.resolve(import.meta.dirname, '../../docs/benchmarks.md');
 const BLOCK = /^### ([\d,]+) objects$/;
+const ANY_BLOCK = /^### /;
 
 /** The current `## HTTP` section's blocks, keyed by heading. */
 function existingBlocks(): Map<string, string> {
@@ -25,7 +26,7 @@ function existingBlocks(): Map<string, string> {
     if (heading) blocks.set(heading, lines.join('\n').trim());
   };
   for (const line of section.split('\n')) {
-    if (BLOCK.test(line)) {
+    if (ANY_BLOCK.test(line)) {
       flush();
       heading = line;
       lines = [];
@@ -39,8 +40,9 @@ function existingBlocks(): Map<string, string> {
 export function writeHttpSection(intro: string, objects: number, block: string): void {
   const blocks = existingBlocks();
   blocks.set(`### ${objects.toLocaleString('en')} objects`, block.trim());
-  const size = (heading: string) => Number(BLOCK.exec(heading)?.[1]?.replaceAll(',', '') ?? 0);
-  const ordered = [...blocks].sort(([a], [b]) => size(a) - size(b));
+  const size = (heading: string) => Number(BLOCK.exec(heading)?.[1]?.replaceAll(',', '') ?? Infinity);
+  // Array sort is stable: notes keep their order after every size.
+  const ordered = [...blocks].sort(([a], [b]) => (size(a) === size(b) ? 0 : size(a) < size(b) ? -1 : 1));
   writeBenchSection(
     'HTTP',
     [intro.trim(), ...ordered.map(([heading, body]) => `${heading}\n\n${body}`)].join('\n\n'),

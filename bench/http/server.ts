@@ -28,6 +28,8 @@ export interface LaunchOptions {
   /** Extra node flags, e.g. `--cpu-prof`. */
   nodeArgs?: string[];
   logFile: string;
+  /** The `ads` entry point to run; defaults to this checkout's bin/ads.js. */
+  bin?: string;
 }
 
 /** Spawns `ads serve` on a free port and resolves once it logs that it listens. */
@@ -38,7 +40,7 @@ export async function launchServer(opts: LaunchOptions): Promise<ServerProcess> 
   const log = fs.openSync(opts.logFile, 'a');
   const out = fs.openSync(outFile, 'a');
   const spawnedAt = Date.now();
-  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), BIN, 'serve'], {
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), opts.bin ?? BIN, 'serve'], {
     env: {
       ...process.env,
       ADS_DATA_DIR: opts.dataDir,

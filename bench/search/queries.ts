@@ -1,10 +1,13 @@
 /**
- * The benchmark's queries, chosen from the seeded account's own vocabulary by document frequency so
- * that every shape asks for words that exist, in the same proportions at any corpus size.
+ * The benchmark's queries, chosen from the seeded account's own words by document frequency (counted
+ * while seeding) so that every
+ * shape asks for words that exist, in the same proportions at any corpus size.
  */
-import { sql } from 'kysely';
-import type { Db } from '../../src/db/types.ts';
+import { matchesWildcard } from '../../src/search/text.ts';
 import { objectGenerator, vocabulary } from './corpus.ts';
+
+/** Word -> number of the searched account's objects holding it. */
+export type DocFrequencies = ReadonlyMap<string, number>;
 
 export interface Shape {
   name: string;
@@ -14,12 +17,11 @@ export interface Shape {
 
 const PER_SHAPE = 20;
 
-async function wordsWithin(db: Db, accountId: string, min: number, max: number): Promise<string[]> {
-  const { rows } = await sql<{ word: string }>`
-    SELECT word FROM search_vocab
-    WHERE account_id = ${accountId} AND docs >= ${min} AND docs <= ${max} AND length(word) >= 5
-    ORDER BY word`.execute(db);
-  const all = rows.map((r) => r.word);
+function wordsWithin(df: DocFrequencies, min: number, max: number): string[] {
+  const all = [...df]
+    .filter(([w, n]) => n >= min && n <= max && w.length >= 5)
+    .map(([w]) => w)
+    .sort();
   // Evenly spaced through the alphabet, so the picks do not share a prefix.
   const step = Math.max(1, Math.floor(all.length / PER_SHAPE));
   return all.filter((_, i) => i % step === 0).slice(0, PER_SHAPE);
@@ -49,7 +51,7 @@ function phrases(): string[] {
  * of the account's words in about as many objects as a one-term query: the figure is then the
  * wildcard machinery, not the ranking of a huge result set (the common-term row shows that).
  */
-async function patterns(db: Db, accountId: string, words: string[], maxDocs: number, inner: boolean) {
+function patterns(df: DocFrequencies, words: string[], maxDocs: number, inner: boolean) {
   const out: string[] = [];
   for (const w of words) {
     const candidates: string[] = [];
@@ -58,11 +60,15 @@ async function patterns(db: Db, accountId: string, words: string[], maxDocs: num
       else candidates.push(`${w.slice(0, len)}*`);
     }
     for (const pattern of candidates) {
-      const { rows } = await sql<{ words: number; docs: number | null }>`
-        SELECT count(*) AS words, sum(docs) AS docs FROM search_vocab
-        WHERE account_id = ${accountId} AND word LIKE ${pattern.replaceAll('*', '%')}`.execute(db);
-      const { words: n, docs } = rows[0]!;
-      if (Number(n) >= 2 && Number(docs) <= maxDocs) {
+      let n = 0;
+      let docs = 0;
+      for (const [word, count] of df) {
+        if (matchesWildcard(pattern, word)) {
+          n++;
+          docs += count;
+        }
+      }
+      if (n >= 2 && docs <= maxDocs) {
         out.push(pattern);
         break;
       }
@@ -74,14 +80,14 @@ async function patterns(db: Db, accountId: string, words: string[], maxDocs: num
 const q = (query: string, extra = '') => `q=${encodeURIComponent(query)}${extra}`;
 
 /** One list of queries per shape: one-term, two-term, phrase, prefix, infix, filtered, common term. */
-export async function pickQueries(db: Db, accountId: string, objects: number): Promise<Shape[]> {
-  const mid = await wordsWithin(db, accountId, Math.ceil(objects * 0.005), Math.ceil(objects * 0.03));
-  const common = await wordsWithin(db, accountId, Math.ceil(objects * 0.15), Math.ceil(objects * 0.4));
+export function pickQueries(df: DocFrequencies, objects: number): Shape[] {
+  const mid = wordsWithin(df, Math.ceil(objects * 0.005), Math.ceil(objects * 0.03));
+  const common = wordsWithin(df, Math.ceil(objects * 0.15), Math.ceil(objects * 0.4));
   if (mid.length < 2 || common.length < 1) throw new Error('corpus too small to pick benchmark words');
   const pair = (i: number) => `${mid[i % mid.length]} ${mid[(i + 1) % mid.length]}`;
   const maxDocs = Math.ceil(objects * 0.03);
-  const prefixes = await patterns(db, accountId, mid, maxDocs, false);
-  const infixes = await patterns(db, accountId, mid, maxDocs, true);
+  const prefixes = patterns(df, mid, maxDocs, false);
+  const infixes = patterns(df, mid, maxDocs, true);
   if (prefixes.length === 0 || infixes.length === 0)
     throw new Error('no wildcard patterns of the wanted size');
   return [

@@ -1,13 +1,15 @@
-import { Kysely, type Migration, type MigrationProvider, Migrator, sql } from 'kysely';
+import { CompiledQuery, Kysely, type Migration, type MigrationProvider, Migrator, sql } from 'kysely';
 import type { DatabaseConfig } from '../config.ts';
 import * as m0001 from './migrations/0001-initial.ts';
 import * as m0002 from './migrations/0002-search.ts';
 import * as m0003 from './migrations/0003-members.ts';
 import * as m0004 from './migrations/0004-webhooks.ts';
 import * as m0005 from './migrations/0005-idempotency.ts';
-import { openPostgres } from './postgres.ts';
+import * as m0006 from './migrations/0006-data-counts.ts';
+import * as m0007 from './migrations/0007-search-speed.ts';
+import { HOT_STATEMENT, openPostgres } from './postgres.ts';
 import { openSqlite } from './sqlite.ts';
-import type { DB, Dialect } from './types.ts';
+import type { DB, Db, Dialect } from './types.ts';
 
 /** An open database: the Kysely handle, which dialect it speaks, and how to close it. */
 export interface Database {
@@ -37,6 +39,8 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0003-members': m0003,
   '0004-webhooks': m0004,
   '0005-idempotency': m0005,
+  '0006-data-counts': m0006,
+  '0007-search-speed': m0007,
 };
 
 class StaticProvider implements MigrationProvider {
@@ -51,10 +55,13 @@ class StaticProvider implements MigrationProvider {
   }
 }
 
-/** Brings the schema up to date; safe to run from several processes at once (Kysely's migration lock). */
-export async function migrate(database: Database): Promise<string[]> {
+/**
+ * Brings the schema up to date (or up to the migration named `to`, for upgrade tests); safe to run
+ * from several processes at once (Kysely's migration lock).
+ */
+export async function migrate(database: Database, opts: { to?: string } = {}): Promise<string[]> {
   const migrator = new Migrator({ db: database.db, provider: new StaticProvider(database.dialect) });
-  const { error, results } = await migrator.migrateToLatest();
+  const { error, results } = opts.to ? await migrator.migrateTo(opts.to) : await migrator.migrateToLatest();
   if (error) throw error;
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
@@ -77,4 +84,19 @@ export function isUniqueViolation(err: unknown): boolean {
     e?.code === 'SQLITE_CONSTRAINT_UNIQUE' ||
     e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY'
   );
+}
+
+/**
+ * A hot-path query written once in SQL with `?` placeholders (PostgreSQL gets `$1…`): Kysely's
+ * builder and compiler cost more than SQLite's own work on a point read. It still runs through the
+ * Kysely executor, so connections, SQLite's connection mutex and open transactions behave as for
+ * built queries. Both dialects reuse the prepared statement (src/db/sqlite.ts, src/db/postgres.ts).
+ */
+export function hotQuery<R>(text: string) {
+  let n = 0;
+  const pgText = HOT_STATEMENT + text.replace(/\?/g, () => `$${++n}`);
+  return (db: Db, dialect: Dialect, params: readonly unknown[]): Promise<R[]> =>
+    db
+      .executeQuery<R>(CompiledQuery.raw(dialect === 'postgres' ? pgText : text, params as unknown[]))
+      .then((r) => r.rows);
 }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { PostgresDialect } from 'kysely';
 import pg from 'pg';
 
@@ -15,10 +16,36 @@ const types = {
   },
 };
 
+/**
+ * SQL starting with this marker (hotQuery in database.ts) runs as a named prepared statement on each
+ * connection: parsed and planned once per connection instead of on every call. Such queries name
+ * their columns, so a later migration adding columns cannot change a prepared result type.
+ */
+export const HOT_STATEMENT = '/* hot */ ';
+
+const statementNames = new Map<string, string>();
+const statementName = (text: string) => {
+  let name = statementNames.get(text);
+  if (!name) {
+    name = `ads_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
+    statementNames.set(text, name);
+  }
+  return name;
+};
+
+type QueryFn = (...args: unknown[]) => unknown;
+
 /** A pooled PostgreSQL dialect; `max` bounds connections per process. */
 export function openPostgres(url: string, max = 10): { dialect: PostgresDialect; pool: pg.Pool } {
   const pool = new pg.Pool({ connectionString: url, max, types, idleTimeoutMillis: 30_000 });
   // An idle client's error (server restart) must not crash the process; the pool replaces it.
   pool.on('error', () => {});
+  pool.on('connect', (client) => {
+    const query = client.query.bind(client) as QueryFn;
+    (client as unknown as { query: QueryFn }).query = (text, values, ...rest) =>
+      typeof text === 'string' && text.startsWith(HOT_STATEMENT) && Array.isArray(values)
+        ? query({ name: statementName(text), text, values }, ...rest)
+        : query(text, values, ...rest);
+  });
   return { dialect: new PostgresDialect({ pool }), pool };
 }

@@ -44,6 +44,13 @@ export interface DataObjectsTable {
   updated_at: string | null;
 }
 
+/** Striped exact object counts per account (migration 0006, kept by triggers): the total is the sum. */
+export interface DataObjectCountsTable {
+  account_id: string;
+  stripe: number;
+  n: number;
+}
+
 export interface EventsTable {
   account_id: string;
   id: string;
@@ -144,6 +151,7 @@ export interface DB {
   users: UsersTable;
   api_keys: ApiKeysTable;
   data_objects: DataObjectsTable;
+  data_object_counts: DataObjectCountsTable;
   search_documents: SearchDocumentsTable;
   search_vocab: SearchVocabTable;
   events: EventsTable;

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
-import { findKeyForAuth } from '../modules/api-keys/repo.ts';
+import { findKeyForAuth, findKeyForAuthById, type KeyForAuth } from '../modules/api-keys/repo.ts';
 import { effectiveScopes, parseScopes } from '../modules/api-keys/scopes.ts';
 import { hashSecret, looksLikeApiKey } from '../modules/api-keys/tokens.ts';
 import { AppError, forbidden, unauthorized } from './errors.ts';
@@ -13,18 +13,34 @@ function bearer(request: FastifyRequest): string | null {
   return match?.[1] ?? null;
 }
 
+/** Bound of each in-memory map below (tokens already identified, addresses with failures). */
+const KEY_CACHE_SIZE = 10_000;
+
 /**
- * Resolves the key on every request (no cache), so a revoked key or a lowered role is refused on the
- * very next call on every instance. Routes declare `config.scope`; routes without it are public.
+ * Resolves the key on every request, so a revoked key or a lowered role is refused on the very next
+ * call on every instance. What is cached is only which key a token is (token -> account and key id,
+ * a fact that never changes); the key, user and account rows are read on every request by primary
+ * key, which also skips the SHA-256. Routes declare `config.scope`; routes without it are public.
  */
 export function installAuth(app: FastifyInstance) {
-  const { config } = app.ctx;
+  const { config, database } = app.ctx;
+  const { db, dialect } = database;
   // Failed authentications per client address: stops key guessing without touching valid callers.
   const failures = new RateLimiterMemory({ points: config.authFailuresPerMinute, duration: 60 });
+  // Addresses with a failure in the limiter; the others skip asking it (the common case). Once the
+  // set is full every address is asked again, as before.
+  const failedIps = new Set<string>();
+  // Bearer tokens already identified by their hash -> their key's primary key (oldest dropped first).
+  const known = new Map<string, { accountId: string; keyId: string }>();
 
   const throttled = async (ip: string) => {
+    if (!failedIps.has(ip) && failedIps.size < KEY_CACHE_SIZE) return;
     const res = await failures.get(ip);
-    if (res && res.consumedPoints >= config.authFailuresPerMinute) {
+    if (!res) {
+      failedIps.delete(ip);
+      return;
+    }
+    if (res.consumedPoints >= config.authFailuresPerMinute) {
       const retry = Math.max(1, Math.ceil(res.msBeforeNext / 1000));
       throw new AppError('rate_limited', 'Too many failed authentications from this address.', {
         headers: { 'retry-after': String(retry) },
@@ -33,10 +49,22 @@ export function installAuth(app: FastifyInstance) {
   };
 
   const fail = async (ip: string, message?: string): Promise<never> => {
+    if (failedIps.size < KEY_CACHE_SIZE) failedIps.add(ip);
     await failures.penalty(ip, 1).catch((e: unknown) => {
       if (!(e instanceof RateLimiterRes)) throw e;
     });
     throw unauthorized(message);
+  };
+
+  const lookup = async (token: string): Promise<KeyForAuth | undefined> => {
+    const hit = known.get(token);
+    if (hit) return findKeyForAuthById(db, dialect, hit.accountId, hit.keyId);
+    const row = await findKeyForAuth(db, dialect, hashSecret(token));
+    if (row) {
+      if (known.size >= KEY_CACHE_SIZE) known.delete(known.keys().next().value as string);
+      known.set(token, { accountId: row.account_id, keyId: row.key_id });
+    }
+    return row;
   };
 
   app.decorateRequest('auth', null as unknown as AuthContext);
@@ -48,7 +76,7 @@ export function installAuth(app: FastifyInstance) {
     const token = bearer(request);
     if (!token) return fail(request.ip);
     if (!looksLikeApiKey(token)) return fail(request.ip, 'The API key is malformed, unknown or revoked.');
-    const row = await findKeyForAuth(app.ctx.database.db, hashSecret(token));
+    const row = await lookup(token);
     if (!row || row.revoked_at !== null || row.status !== 'active') {
       return fail(request.ip, 'The API key is malformed, unknown or revoked.');
     }
@@ -69,12 +97,16 @@ export function installAuth(app: FastifyInstance) {
  * a refused call still counts against the key and carries its rate-limit headers.
  */
 export function installScopeCheck(app: FastifyInstance) {
-  app.addHook('onRequest', async (request) => {
+  // A callback hook: no promise per request for a check that never waits.
+  app.addHook('onRequest', (request, _reply, done) => {
     const needed = request.routeOptions.config.scope;
-    if (needed === undefined || needed === 'any') return;
+    if (needed === undefined || needed === 'any') return done();
     const { scopes } = request.auth;
     if (!scopes.includes(needed)) {
-      throw forbidden(`This call needs the '${needed}' scope; the key has ${scopes.join(', ') || 'none'}.`);
+      return done(
+        forbidden(`This call needs the '${needed}' scope; the key has ${scopes.join(', ') || 'none'}.`),
+      );
     }
+    done();
   });
 }

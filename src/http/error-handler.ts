@@ -1,4 +1,7 @@
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { newId } from '../lib/ids.ts';
 import { AppError, type ErrorCode } from './errors.ts';
 import { toDetails } from './validation.ts';
 
@@ -51,6 +54,9 @@ export function toAppError(err: FastifyError | AppError | Error): AppError | nul
   return null;
 }
 
+/** How long the rest of a refused oversized body may take to arrive (see installErrorHandling). */
+const LINGER_MS = 10_000;
+
 interface RouteShape {
   method: string;
   pattern: RegExp;
@@ -65,6 +71,23 @@ export function installErrorHandling(app: FastifyInstance) {
       `^${route.url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z_]+/g, '[^/]+')}/?$`,
     );
     for (const method of methods) routes.push({ method, pattern });
+  });
+
+  // A body over the limit is refused before it has all arrived, and the connection then closes.
+  // Closing a socket with unread data sends a reset, which can destroy the 413 in the client's
+  // buffer before it is read: close lingering instead (as nginx does), sending our FIN, reading and
+  // dropping what still arrives, and destroying the socket once the client ends or LINGER_MS passed.
+  app.addHook('onSend', async (request, reply) => {
+    if (reply.statusCode !== 413 || request.raw.complete) return;
+    const socket = request.raw.socket as Socket;
+    socket.destroySoon = () => {
+      socket.end();
+      socket.resume();
+      const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+      timer.unref();
+      socket.once('end', () => socket.destroy());
+      socket.once('close', () => clearTimeout(timer));
+    };
   });
 
   app.setErrorHandler((err: FastifyError, request, reply) => {
@@ -90,4 +113,47 @@ export function installErrorHandling(app: FastifyInstance) {
     }
     return sendError(request, reply, new AppError('not_found', `No route ${request.method} ${path}.`));
   });
+}
+
+/**
+ * Fastify's `frameworkErrors` option: errors raised before routing get the envelope too. A path
+ * parameter longer than the router's limit, or one that cannot be decoded, is an id no resource
+ * has (decisions §1: 404).
+ */
+export function frameworkErrors(err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  const appErr =
+    err.code === 'FST_ERR_MAX_PARAM_LENGTH'
+      ? new AppError('not_found', 'No such resource.')
+      : err.code === 'FST_ERR_BAD_URL'
+        ? new AppError('not_found', 'No such resource: the URL cannot be decoded.')
+        : (toAppError(err) ?? new AppError('invalid_request', 'The request is malformed.'));
+  reply.header('x-request-id', request.id);
+  return sendError(request, reply, appErr);
+}
+
+const CLIENT_ERROR_MESSAGES: Record<string, string> = {
+  HPE_HEADER_OVERFLOW: 'The request line and headers must not exceed 16 KB.',
+  ERR_HTTP_REQUEST_TIMEOUT: 'The request did not arrive in time.',
+};
+
+/**
+ * Fastify's `clientErrorHandler`: requests Node's HTTP parser refuses before the app sees them (a
+ * URL or headers over 16 KB, malformed HTTP) are answered `400 invalid_request` in the envelope,
+ * with a request id, then the connection is closed.
+ */
+export function clientErrorHandler(err: Error & { code?: string }, socket: Duplex) {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  if (socket.writable) {
+    const id = newId('request');
+    const message = CLIENT_ERROR_MESSAGES[err.code ?? ''] ?? 'The request is not valid HTTP.';
+    const body = JSON.stringify({ error: { code: 'invalid_request', message, request_id: id } });
+    socket.write(
+      `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${id}\r\n` +
+        'Strict-Transport-Security: max-age=31536000; includeSubDomains\r\n' +
+        'X-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n' +
+        body,
+    );
+  }
+  socket.destroy(err);
 }

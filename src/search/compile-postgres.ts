@@ -24,7 +24,7 @@ const WEIGHT: Record<TextField, string> = {
 };
 const isMeta = (f: TextField) => (META_FIELDS as readonly string[]).includes(f);
 
-/** ts_rank weights {D, C, B, A}: title > tags > content > metadata. */
+/** ts_rank weights {D, C, B, A}: title > tags > content > metadata (as written in search_page, migration 0007). */
 export const RANK_WEIGHTS = '{0.1, 0.2, 0.4, 1.0}';
 
 /** PostgreSQL stores positions up to 16383 and at most 256 per lexeme. */

@@ -38,7 +38,14 @@ interface Entry {
 
 type WordTest = (word: string) => boolean;
 
-function compileTerms(terms: readonly PositiveTerm[]): { single: WordTest[]; phrases: WordTest[][] } {
+/** The terms of a query compiled for highlighting; compile once and reuse it for every result. */
+export interface ExcerptMatcher {
+  single: WordTest[];
+  phrases: WordTest[][];
+}
+
+/** Compiles the terms that highlight; its stem cache is shared by every text it is used on. */
+export function compileExcerptTerms(terms: readonly PositiveTerm[]): ExcerptMatcher {
   const stems = new Map<string, string>();
   const stem = (w: string): string => {
     let s = stems.get(w);
@@ -91,13 +98,15 @@ function clip(s: string, max: number): string {
  */
 export function buildExcerpt(
   text: string,
-  terms: readonly PositiveTerm[],
+  terms: readonly PositiveTerm[] | ExcerptMatcher,
   opts: { words?: number } = {},
 ): string | null {
   const want = Number.isFinite(opts.words)
     ? Math.min(MAX_WORDS, Math.max(1, Math.floor(opts.words!)))
     : DEFAULT_WORDS;
-  const { single, phrases } = compileTerms(terms);
+  const { single, phrases } = Array.isArray(terms)
+    ? compileExcerptTerms(terms as readonly PositiveTerm[])
+    : (terms as ExcerptMatcher);
   if (single.length === 0 && phrases.length === 0) return null;
   const longestPhrase = phrases.reduce((m, p) => Math.max(m, p.length), 1);
 

@@ -1,10 +1,11 @@
 // The search index on PostgreSQL: tsvector rows written inside the caller's transaction, the
 // ranked query over a GIN index that leads with account_id, and wildcard expansion through the
 // account's vocabulary (pg_trgm).
-import { type RawBuilder, sql } from 'kysely';
+import { sql } from 'kysely';
 import type { Db } from '../db/types.ts';
-import { buildVectors, compileTsquery, fieldTsquery, RANK_WEIGHTS, rankTsquery } from './compile-postgres.ts';
+import { buildVectors, compileTsquery, fieldTsquery, rankTsquery } from './compile-postgres.ts';
 import type { IndexDocument, IndexedRow } from './document.ts';
+import { MAX_SCAN_CHARS } from './excerpt.ts';
 import type { SearchPage, SearchQuery } from './search-index.ts';
 
 /** The words an indexed document adds to the account's vocabulary (content may stop at the size budget). */
@@ -67,55 +68,66 @@ export async function expandPattern(
   return rows.map((r) => r.word);
 }
 
-const tier = (query: string | null, points: number): RawBuilder<unknown> =>
-  query === null ? sql`0` : sql`CASE WHEN s.head @@ ${query}::tsquery THEN ${sql.lit(points)} ELSE 0 END`;
+interface PageRow {
+  id: string | null;
+  score: number | null;
+  total: number;
+  title: string;
+  type: string;
+  created_at: string;
+  content: string;
+}
 
-/** One page of hits (id and score) and the total, all within `q.accountId`. */
-export async function search(db: Db, q: SearchQuery): Promise<SearchPage> {
-  const conditions: RawBuilder<unknown>[] = [
-    sql`s.account_id = ${q.accountId}`,
-    sql`s.vector @@ ${compileTsquery(q.plan)}::tsquery`,
-  ];
-  for (const f of q.filters) {
-    if (f.kind === 'type') conditions.push(sql`s.type = ${f.value}`);
-    else if (f.kind === 'tag') conditions.push(sql`s.tags @> jsonb_build_array(${f.value}::text)`);
-    else conditions.push(sql`(s.metadata ->> ${f.key}::text) = ${f.value}`);
+/** The filters as search_page arguments, or null when two of them contradict each other. */
+function filterArgs(filters: SearchQuery['filters']) {
+  let type: string | null = null;
+  const tags = new Set<string>();
+  const meta = new Map<string, string>();
+  for (const f of filters) {
+    if (f.kind === 'type') {
+      if (type !== null && type !== f.value) return null;
+      type = f.value;
+    } else if (f.kind === 'tag') tags.add(f.value);
+    else {
+      // Metadata values are strings (decisions §5), so containment is equality.
+      if (meta.has(f.key) && meta.get(f.key) !== f.value) return null;
+      meta.set(f.key, f.value);
+    }
   }
-  if (q.from !== undefined) conditions.push(sql`s.created_at >= ${q.from}::timestamptz`);
-  if (q.to !== undefined) conditions.push(sql`s.created_at <= ${q.to}::timestamptz`);
-  const where = sql.join(conditions, sql` AND `);
-  const desc = q.order === 'desc';
-  const order = {
-    relevance: desc ? sql`score DESC, id ASC` : sql`score ASC, id DESC`,
-    date: desc ? sql`created_at DESC, id DESC` : sql`created_at ASC, id ASC`,
-    title: desc ? sql`title_sort DESC, id DESC` : sql`title_sort ASC, id ASC`,
-  }[q.sort];
-  const rankQuery = rankTsquery(q.plan);
-  const rank =
-    rankQuery === null ? sql`0` : sql`ts_rank(${RANK_WEIGHTS}::float4[], s.rank, ${rankQuery}::tsquery)`;
+  return {
+    type,
+    tags: tags.size > 0 ? JSON.stringify([...tags]) : null,
+    meta: meta.size > 0 ? JSON.stringify(Object.fromEntries(meta)) : null,
+  };
+}
+
+/**
+ * One page of hits with their objects' fields, and the total, all within `q.accountId`: one call
+ * of search_page (migration 0007), whose plan is made once per connection.
+ */
+export async function search(db: Db, q: SearchQuery): Promise<SearchPage> {
+  const args = filterArgs(q.filters);
+  if (args === null) return { hits: [], total: 0 };
   // Score in (0, 1]: title hits above tag hits above the rest, then ts_rank (r >= 0) squashed into
   // the tier as 0.5 + 0.5 * r / (r + 0.5) = 1 - 0.25 / (r + 0.5).
-  const score = sql`(${tier(fieldTsquery(q.plan, 'title'), 4)} + ${tier(fieldTsquery(q.plan, 'tags'), 2)}
-    + 1.0 - 0.25 / (${rank} + 0.5)) / 7.0`;
-
-  // The inner query reads each match's vectors once and keeps a narrow row; OFFSET 0 keeps it from
-  // being flattened, so the window count (which rides along the sort) never stores vectors.
-  const { rows } = await sql<{ id: string; score: number; total: number }>`
-    SELECT id, score, count(*) OVER () AS total
-    FROM (
-      SELECT s.id, s.created_at, s.title_sort, (${score})::float8 AS score
-      FROM search_documents s
-      WHERE ${where}
-      OFFSET 0
-    ) x
-    ORDER BY ${order}
-    LIMIT ${q.limit} OFFSET ${q.offset}`.execute(db);
-  if (rows.length > 0 || q.offset === 0) {
-    return { hits: rows.map((r) => ({ id: r.id, score: r.score })), total: Number(rows[0]?.total ?? 0) };
-  }
-  // Past the last page: no row carries the total, so count on its own.
-  const count = await sql<{ n: number }>`SELECT count(*) AS n FROM search_documents s WHERE ${where}`.execute(
+  const { rows } = await sql<PageRow>`
+    SELECT * FROM search_page(${q.accountId}, ${compileTsquery(q.plan)}::tsquery,
+      ${fieldTsquery(q.plan, 'title')}::tsquery, ${fieldTsquery(q.plan, 'tags')}::tsquery,
+      ${rankTsquery(q.plan)}::tsquery, ${args.type}::text, ${args.tags}::jsonb, ${args.meta}::jsonb,
+      ${q.from ?? null}::timestamptz, ${q.to ?? null}::timestamptz, ${q.sort}::text,
+      ${q.order === 'desc'}::boolean, ${q.limit}::int4, ${q.offset}::int8, ${MAX_SCAN_CHARS}::int4)`.execute(
     db,
   );
-  return { hits: [], total: Number(count.rows[0]?.n ?? 0) };
+  const hits = rows.flatMap((r) =>
+    r.id === null
+      ? []
+      : [
+          {
+            id: r.id,
+            score: Number(r.score),
+            row: { title: r.title, type: r.type, created_at: r.created_at, content: r.content },
+          },
+        ],
+  );
+  return { hits, total: Number(rows[0]?.total ?? 0) };
 }

@@ -13,7 +13,8 @@ import {
   TITLE_WEIGHTS,
 } from './compile-sqlite.ts';
 import { distinctWords, type IndexDocument, type IndexedRow } from './document.ts';
-import type { SearchHit, SearchPage, SearchQuery } from './search-index.ts';
+import { MAX_SCAN_CHARS } from './excerpt.ts';
+import type { ResultRow, SearchHit, SearchPage, SearchQuery } from './search-index.ts';
 import { patternParts } from './text.ts';
 
 /** The words an indexed document adds to the account's vocabulary. */
@@ -156,20 +157,38 @@ export async function search(db: Db, q: SearchQuery): Promise<SearchPage> {
   }[q.sort];
   // CROSS JOIN fixes the loop order: the FTS5 match drives and rows are looked up by key; left to
   // itself the planner may scan by date and run the MATCH once per row.
-  const { rows } = await sql<{ id: string; score: number }>`
+  const { rows: page } = await sql<{ id: string; score: number }>`
     SELECT s.id AS id, ${SCORE} AS score
     FROM (${ranked(fts)}) r
     CROSS JOIN search_documents s ON s.doc = r.doc
     WHERE ${where}
     ORDER BY ${order}
     LIMIT ${q.limit} OFFSET ${q.offset}`.execute(db);
-  return withTotal(q, rows, async () => {
+  const shown = await resultRows(
+    db,
+    q.accountId,
+    page.map((p) => p.id),
+  );
+  const hits = page.flatMap((p) => {
+    const row = shown.get(p.id);
+    return row ? [{ id: p.id, score: p.score, row }] : [];
+  });
+  return withTotal(q, hits, async () => {
     const count = await sql<{ n: number }>`
       SELECT count(*) AS n FROM search_fts
       CROSS JOIN search_documents s ON s.doc = search_fts.rowid
       WHERE ${fts} AND ${where}`.execute(db);
     return Number(count.rows[0]?.n ?? 0);
   });
+}
+
+/** The shown fields of the page's objects, by id; content cut to what the excerpt scans. */
+async function resultRows(db: Db, accountId: string, ids: string[]): Promise<Map<string, ResultRow>> {
+  if (ids.length === 0) return new Map();
+  const { rows } = await sql<ResultRow & { id: string }>`
+    SELECT id, title, type, created_at, substr(content, 1, ${MAX_SCAN_CHARS}) AS content
+    FROM data_objects WHERE account_id = ${accountId} AND id IN (${sql.join(ids)})`.execute(db);
+  return new Map(rows.map((r) => [r.id, r]));
 }
 
 const ranked = (fts: RawBuilder<unknown>) => sql`
@@ -189,15 +208,24 @@ async function searchByRelevance(db: Db, q: SearchQuery, fts: RawBuilder<unknown
     SELECT r.doc AS doc, ${SCORE} AS score FROM (${ranked(fts)}) r
     ORDER BY ${order} LIMIT ${q.limit} OFFSET ${q.offset}`.execute(db);
   const docs = page.map((r) => r.doc);
-  const { rows: ids } =
+  // The page's ids and shown fields by key, in one statement.
+  const { rows } =
     docs.length === 0
       ? { rows: [] }
-      : await sql<{ doc: number; id: string }>`
-          SELECT doc, id FROM search_documents
-          WHERE doc IN (${sql.join(docs)}) AND +account_id = ${q.accountId}`.execute(db);
-  const idOf = new Map(ids.map((r) => [r.doc, r.id]));
-  const rows = page.flatMap((r) => (idOf.has(r.doc) ? [{ id: idOf.get(r.doc)!, score: r.score }] : []));
-  return withTotal(q, rows, async () => {
+      : await sql<ResultRow & { doc: number; id: string }>`
+          SELECT s.doc, s.id, d.title, d.type, d.created_at,
+            substr(d.content, 1, ${MAX_SCAN_CHARS}) AS content
+          FROM search_documents s
+          CROSS JOIN data_objects d ON d.account_id = s.account_id AND d.id = s.id
+          WHERE s.doc IN (${sql.join(docs)}) AND +s.account_id = ${q.accountId}`.execute(db);
+  const byDoc = new Map(rows.map((r) => [r.doc, r]));
+  const hits = page.flatMap((p) => {
+    const r = byDoc.get(p.doc);
+    if (!r) return [];
+    const row = { title: r.title, type: r.type, created_at: r.created_at, content: r.content };
+    return [{ id: r.id, score: p.score, row }];
+  });
+  return withTotal(q, hits, async () => {
     const count = await sql<{ n: number }>`SELECT count(*) AS n FROM search_fts WHERE ${fts}`.execute(db);
     return Number(count.rows[0]?.n ?? 0);
   });

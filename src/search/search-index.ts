@@ -28,9 +28,18 @@ export interface SearchQuery {
   offset: number;
 }
 
+/** What a result shows of its object; `content` is cut to what the excerpt builder scans. */
+export interface ResultRow {
+  title: string;
+  type: string;
+  created_at: string;
+  content: string;
+}
+
 export interface SearchHit {
   id: string;
   score: number;
+  row: ResultRow;
 }
 
 export interface SearchPage {
@@ -105,7 +114,19 @@ export async function expandWildcards(
   return out;
 }
 
-/** One page of ranked hits and the total count. */
+/** One page of ranked hits, each with its object's fields, and the total count. */
 export function searchIndex(db: Db, dialect: Dialect, q: SearchQuery): Promise<SearchPage> {
   return impl(dialect).search(db, q);
+}
+
+/**
+ * Runs a search's statements on one snapshot where that takes a transaction: on SQLite the page,
+ * the rows and the count are separate statements (and a transaction there costs nothing). On
+ * PostgreSQL the page, its rows and the total come from one statement; only wildcard expansion
+ * runs before it, and a word it misses or keeps for a concurrent write can only change whether
+ * that concurrent write is found, never what the results, total and excerpts say.
+ */
+export function searchSnapshot<T>(db: Db, dialect: Dialect, run: (db: Db) => Promise<T>): Promise<T> {
+  if (dialect === 'postgres') return run(db);
+  return db.transaction().execute(run);
 }

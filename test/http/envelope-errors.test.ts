@@ -141,6 +141,42 @@ describeEachDatabase(
       assert.equal(({} as Record<string, unknown>).admin, undefined, 'no prototype pollution');
     });
 
+    it('answers JSON nested deeper than 64 levels with 400 invalid_json, Idempotency-Key or not', async () => {
+      const nested = (depth: number) => '['.repeat(depth) + ']'.repeat(depth);
+      const hook = await h.request('POST', '/v1/webhooks', {
+        key: acc.adminKey,
+        body: { url: 'https://example.com/hook', events: ['*'] },
+      });
+      assert.equal(hook.status, 201);
+      const url = `/v1/webhooks/${hook.body.data.id}/test`;
+      for (const headers of [json, { ...json, 'idempotency-key': 'deep-body' }]) {
+        const deep = await h.request('POST', url, { key: acc.adminKey, rawBody: nested(1000), headers });
+        assertError(deep, 400, 'invalid_json');
+        assert.match(deep.body.error.message, /deeper than 64/);
+      }
+      // A string full of brackets is not nesting, and 64 levels still parse (then fail validation).
+      const text = `{"title":"${'['.repeat(500)}","type":"note"}`;
+      const created = await h.request('POST', '/v1/data', {
+        key: acc.adminKey,
+        rawBody: text,
+        headers: json,
+      });
+      assert.equal(created.status, 201);
+      const shallow = `{"title":"x","type":"note","metadata":{"k":${nested(62)}}}`;
+      assertError(
+        await h.request('POST', '/v1/data', { key: acc.adminKey, rawBody: shallow, headers: json }),
+        400,
+        'invalid_request',
+      );
+    });
+
+    it("answers an over-long path id with 404 not_found in the envelope, not the router's 414", async () => {
+      const res = await h.request('GET', `/v1/data/dat_${'A'.repeat(5000)}`, { key: acc.adminKey });
+      assertError(res, 404, 'not_found');
+      // An id that cannot be percent-decoded is no resource's id either.
+      assertError(await h.request('GET', '/v1/data/%C3%28', { key: acc.adminKey }), 404, 'not_found');
+    });
+
     it('answers a body over the limit with 413 payload_too_large and stores nothing', async () => {
       const before = await countRows(h, acc.id);
       const res = await h.request('POST', '/v1/data', {

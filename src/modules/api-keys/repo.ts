@@ -1,4 +1,5 @@
-import type { ApiKeysTable, Db } from '../../db/types.ts';
+import { hotQuery } from '../../db/database.ts';
+import type { ApiKeysTable, Db, Dialect } from '../../db/types.ts';
 
 export type ApiKeyRow = ApiKeysTable;
 
@@ -6,26 +7,33 @@ export async function insertApiKey(db: Db, row: ApiKeysTable): Promise<void> {
   await db.insertInto('api_keys').values(row).execute();
 }
 
+/** What authentication reads about a key on every request. */
+export interface KeyForAuth {
+  account_id: string;
+  key_id: string;
+  user_id: string;
+  scopes: string;
+  revoked_at: string | null;
+  role: string;
+  status: string;
+  plan: string;
+}
+
+const AUTH_SELECT = `select k.account_id, k.id as key_id, k.user_id, k.scopes, k.revoked_at, u.role, u.status, a.plan
+  from api_keys k
+  join users u on u.account_id = k.account_id and u.id = k.user_id
+  join accounts a on a.id = k.account_id`;
+const byHash = hotQuery<KeyForAuth>(`${AUTH_SELECT} where k.key_hash = ?`);
+const byId = hotQuery<KeyForAuth>(`${AUTH_SELECT} where k.account_id = ? and k.id = ?`);
+
 /** What authentication needs about a key, found by its hash: the key, its user and its account. */
-export async function findKeyForAuth(db: Db, keyHash: string) {
-  return db
-    .selectFrom('api_keys as k')
-    .innerJoin('users as u', (j) =>
-      j.onRef('u.account_id', '=', 'k.account_id').onRef('u.id', '=', 'k.user_id'),
-    )
-    .innerJoin('accounts as a', 'a.id', 'k.account_id')
-    .select([
-      'k.account_id',
-      'k.id as key_id',
-      'k.user_id',
-      'k.scopes',
-      'k.revoked_at',
-      'u.role',
-      'u.status',
-      'a.plan',
-    ])
-    .where('k.key_hash', '=', keyHash)
-    .executeTakeFirst();
+export async function findKeyForAuth(db: Db, dialect: Dialect, keyHash: string) {
+  return (await byHash(db, dialect, [keyHash]))[0];
+}
+
+/** The same, by the key's primary key (a key already identified by its hash once). */
+export async function findKeyForAuthById(db: Db, dialect: Dialect, accountId: string, keyId: string) {
+  return (await byId(db, dialect, [accountId, keyId]))[0];
 }
 
 /** Live keys of an account, optionally of one user, newest first. */

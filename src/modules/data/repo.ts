@@ -1,3 +1,4 @@
+import { hotQuery } from '../../db/database.ts';
 import type { DataObjectsTable, Db, Dialect } from '../../db/types.ts';
 
 export type DataRow = DataObjectsTable;
@@ -7,42 +8,68 @@ export async function insertDataObject(db: Db, row: DataRow): Promise<void> {
   await db.insertInto('data_objects').values(row).execute();
 }
 
+const COLUMNS = 'account_id, id, title, title_sort, type, content, tags, metadata, created_at, updated_at';
+const selectOne = hotQuery<DataRow>(`select ${COLUMNS} from data_objects where account_id = ? and id = ?`);
+const selectOneForUpdate = hotQuery<DataRow>(
+  `select ${COLUMNS} from data_objects where account_id = ? and id = ? for update`,
+);
+
 /** One object of one account; `forUpdate` locks the row on PostgreSQL (SQLite serialises writers). */
 export async function findDataObject(
   db: Db,
+  dialect: Dialect,
   accountId: string,
   id: string,
-  opts: { forUpdate?: Dialect } = {},
+  opts: { forUpdate?: boolean } = {},
 ): Promise<DataRow | undefined> {
-  let q = db.selectFrom('data_objects').selectAll().where('account_id', '=', accountId).where('id', '=', id);
-  if (opts.forUpdate === 'postgres') q = q.forUpdate();
-  return q.executeTakeFirst();
+  const query = opts.forUpdate && dialect === 'postgres' ? selectOneForUpdate : selectOne;
+  return (await query(db, dialect, [accountId, id]))[0];
+}
+
+const LIST_COLUMNS = 'id, title, type, created_at';
+const listPages = {
+  date: {
+    asc: hotQuery<DataListRow>(
+      `select ${LIST_COLUMNS} from data_objects where account_id = ? order by created_at asc, id asc limit ? offset ?`,
+    ),
+    desc: hotQuery<DataListRow>(
+      `select ${LIST_COLUMNS} from data_objects where account_id = ? order by created_at desc, id desc limit ? offset ?`,
+    ),
+  },
+  title: {
+    asc: hotQuery<DataListRow>(
+      `select ${LIST_COLUMNS} from data_objects where account_id = ? order by title_sort asc, id asc limit ? offset ?`,
+    ),
+    desc: hotQuery<DataListRow>(
+      `select ${LIST_COLUMNS} from data_objects where account_id = ? order by title_sort desc, id desc limit ? offset ?`,
+    ),
+  },
+};
+// Kept exact by the triggers of migration 0006; coalesce answers 0 for an account with no rows yet.
+const countObjects = hotQuery<{ n: number | string }>(
+  'select coalesce(sum(n), 0) as n from data_object_counts where account_id = ?',
+);
+
+export type DataListRow = Pick<DataRow, 'id' | 'title' | 'type' | 'created_at'>;
+
+/** The account's object count, from the counts table (exact, not an estimate). */
+export async function countDataObjects(db: Db, dialect: Dialect, accountId: string): Promise<number> {
+  const [row] = await countObjects(db, dialect, [accountId]);
+  return Number(row?.n ?? 0);
 }
 
 /** A page of list items plus the account's total; ties break by id so pages never overlap. */
 export async function listDataObjects(
   db: Db,
+  dialect: Dialect,
   accountId: string,
   opts: { sort: DataSort; order: 'asc' | 'desc'; limit: number; offset: number },
-) {
-  const column = opts.sort === 'title' ? 'title_sort' : 'created_at';
-  const [rows, count] = await Promise.all([
-    db
-      .selectFrom('data_objects')
-      .select(['id', 'title', 'type', 'created_at'])
-      .where('account_id', '=', accountId)
-      .orderBy(column, opts.order)
-      .orderBy('id', opts.order)
-      .limit(opts.limit)
-      .offset(opts.offset)
-      .execute(),
-    db
-      .selectFrom('data_objects')
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .where('account_id', '=', accountId)
-      .executeTakeFirstOrThrow(),
+): Promise<{ rows: DataListRow[]; total: number }> {
+  const [rows, total] = await Promise.all([
+    listPages[opts.sort][opts.order](db, dialect, [accountId, opts.limit, opts.offset]),
+    countDataObjects(db, dialect, accountId),
   ]);
-  return { rows, total: Number(count.n) };
+  return { rows, total };
 }
 
 export async function updateDataObject(

@@ -60,7 +60,7 @@ export async function createData(ctx: AppContext, accountId: string, input: Crea
 }
 
 export async function getData(ctx: AppContext, accountId: string, id: string) {
-  const row = await findDataObject(ctx.database.db, accountId, id);
+  const row = await findDataObject(ctx.database.db, ctx.database.dialect, accountId, id);
   if (!row) throw notFound('data object', id);
   return toDataObject(row);
 }
@@ -71,7 +71,7 @@ export async function listData(
   q: { sort: DataSort; order?: 'asc' | 'desc'; limit: number; offset: number },
 ) {
   const order = q.order ?? (q.sort === 'title' ? 'asc' : 'desc');
-  return listDataObjects(ctx.database.db, accountId, {
+  return listDataObjects(ctx.database.db, ctx.database.dialect, accountId, {
     sort: q.sort,
     order,
     limit: q.limit,
@@ -86,7 +86,7 @@ export async function patchData(ctx: AppContext, accountId: string, id: string, 
   checkTitle(input.title);
   const { db, dialect } = ctx.database;
   return db.transaction().execute(async (trx) => {
-    const row = await findDataObject(trx, accountId, id, { forUpdate: dialect });
+    const row = await findDataObject(trx, dialect, accountId, id, { forUpdate: true });
     if (!row) throw notFound('data object', id);
     const next: DataRow = { ...row };
     if (input.title !== undefined) {

@@ -1,7 +1,13 @@
 import type { Static } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { AppError, invalidField } from '../../http/errors.ts';
-import { buildExcerpt, escapeHtml, leadingExcerpt } from '../../search/excerpt.ts';
+import {
+  buildExcerpt,
+  compileExcerptTerms,
+  type ExcerptMatcher,
+  escapeHtml,
+  leadingExcerpt,
+} from '../../search/excerpt.ts';
 import {
   MAX_QUERY_CHARS,
   type PositiveTerm,
@@ -12,9 +18,13 @@ import {
   type SearchField,
 } from '../../search/parser.ts';
 import { buildPlan, vocabularyPatterns } from '../../search/plan.ts';
-import { expandWildcards, MAX_EXPANDED_PATTERNS, searchIndex } from '../../search/search-index.ts';
+import {
+  expandWildcards,
+  MAX_EXPANDED_PATTERNS,
+  searchIndex,
+  searchSnapshot,
+} from '../../search/search-index.ts';
 import { parseFilters, parseRange } from './params.ts';
-import { findResultRows } from './repo.ts';
 import type { SearchQueryString, SearchResult } from './schemas.ts';
 
 type SearchInput = Static<typeof SearchQueryString>;
@@ -44,10 +54,13 @@ const termsFor = (terms: PositiveTerm[], field: SearchField) =>
   terms.filter((t) => t.field === null || t.field === field);
 
 /** The content around the first match, else the highlighted title, else the start of the content. */
-function excerptOf(row: { title: string; content: string }, terms: PositiveTerm[]): string {
+function excerptOf(
+  row: { title: string; content: string },
+  match: { content: ExcerptMatcher; title: ExcerptMatcher },
+): string {
   return (
-    buildExcerpt(row.content, termsFor(terms, 'content')) ??
-    buildExcerpt(row.title, termsFor(terms, 'title')) ??
+    buildExcerpt(row.content, match.content) ??
+    buildExcerpt(row.title, match.title) ??
     (/\S/u.test(row.content) ? leadingExcerpt(row.content) : escapeHtml(row.title))
   );
 }
@@ -70,44 +83,35 @@ export async function searchData(
   const sort = input.sort ?? 'relevance';
   const order = input.order ?? (sort === 'title' ? 'asc' : 'desc');
   const { db, dialect } = ctx.database;
-  // One snapshot for the expansion, the page, the total and the rows, so they agree with each
-  // other; excerpts are built after the transaction has let go of the connection.
-  const found = await db
-    .transaction()
-    .setIsolationLevel('repeatable read')
-    .setAccessMode('read only')
-    .execute(async (trx) => {
-      const plan = buildPlan(ast, await expandWildcards(trx, dialect, accountId, patterns));
-      if (!plan) return { hits: [], total: 0, rows: [] };
-      const page = await searchIndex(trx, dialect, {
-        accountId,
-        plan,
-        filters,
-        ...range,
-        sort,
-        order,
-        limit: input.limit,
-        offset: (input.page - 1) * input.limit,
-      });
-      const ids = page.hits.map((h) => h.id);
-      return { ...page, rows: await findResultRows(trx, accountId, ids) };
+  const found = await searchSnapshot(db, dialect, async (snap) => {
+    const plan = buildPlan(ast, await expandWildcards(snap, dialect, accountId, patterns));
+    if (!plan) return { hits: [], total: 0 };
+    return searchIndex(snap, dialect, {
+      accountId,
+      plan,
+      filters,
+      ...range,
+      sort,
+      order,
+      limit: input.limit,
+      offset: (input.page - 1) * input.limit,
     });
-  const rows = new Map(found.rows.map((r) => [r.id, r]));
-  const terms = positiveTerms(ast);
-  const results = found.hits.flatMap((hit): SearchResultOut[] => {
-    const row = rows.get(hit.id);
-    // Cannot happen within one snapshot (the index row cascades from the object); never a 500 for it.
-    if (!row) return [];
-    return [
-      {
-        id: row.id,
-        title: row.title,
-        type: row.type as SearchResultOut['type'],
-        score: hit.score,
-        created_at: row.created_at,
-        excerpt: excerptOf(row, terms),
-      },
-    ];
   });
+  // Excerpts are built after the database has let go of the connection.
+  const terms = positiveTerms(ast);
+  const match = {
+    content: compileExcerptTerms(termsFor(terms, 'content')),
+    title: compileExcerptTerms(termsFor(terms, 'title')),
+  };
+  const results = found.hits.map(
+    ({ id, score, row }): SearchResultOut => ({
+      id,
+      title: row.title,
+      type: row.type as SearchResultOut['type'],
+      score,
+      created_at: row.created_at,
+      excerpt: excerptOf(row, match),
+    }),
+  );
   return { results, total: found.total };
 }

@@ -1,0 +1,84 @@
+import { type Kysely, sql } from 'kysely';
+import type { Dialect } from '../types.ts';
+
+/**
+ * Faster search on PostgreSQL (docs/search.md "How it works"); nothing changes on SQLite.
+ *
+ * - `vector`, `head` and `rank` are kept in the row (compressed) unless the row would not fit in a
+ *   page: ranking and phrase rechecks then read one heap page per match instead of TOAST chunks.
+ *   Rows written before this migration keep their layout until they are rewritten.
+ * - `search_page`: the ranked page, its total and the page's object fields in one call, planned
+ *   once per connection (a generic plan: the shape never changes, only the values), instead of
+ *   planning a new statement on every search.
+ */
+/**
+ * The result order: score, date or sort title, then the id (ascending for relevance desc and for
+ * ascending date/title, descending otherwise), so pages never overlap.
+ */
+const ORDER = sql.raw(`
+  CASE WHEN p_sort = 'relevance' THEN CASE WHEN p_desc THEN -m.score ELSE m.score END END,
+  CASE WHEN p_sort = 'date' AND p_desc THEN m.created_at END DESC,
+  CASE WHEN p_sort = 'date' AND NOT p_desc THEN m.created_at END,
+  CASE WHEN p_sort = 'title' AND p_desc THEN m.title_sort END DESC,
+  CASE WHEN p_sort = 'title' AND NOT p_desc THEN m.title_sort END,
+  CASE WHEN (p_sort = 'relevance') = p_desc THEN m.id END,
+  m.id DESC`);
+
+export async function up(db: Kysely<unknown>, dialect: Dialect): Promise<void> {
+  if (dialect !== 'postgres') return;
+  await sql`
+    ALTER TABLE search_documents
+      ALTER COLUMN vector SET STORAGE MAIN,
+      ALTER COLUMN head SET STORAGE MAIN,
+      ALTER COLUMN rank SET STORAGE MAIN`.execute(db);
+  // Every filter is an argument that may be null (no filter); sort and order choose among CASE
+  // keys, so one plan serves every query. A page past the end returns one row with only `total`.
+  await sql`
+    CREATE FUNCTION search_page(
+      p_account text, p_query tsquery, p_title tsquery, p_tags tsquery, p_rank tsquery,
+      p_type text, p_tags_all jsonb, p_meta jsonb, p_from timestamptz, p_to timestamptz,
+      p_sort text, p_desc boolean, p_limit integer, p_offset bigint, p_scan integer)
+    RETURNS TABLE (id text, score float8, total bigint, title text, type text,
+      created_at timestamptz, content text)
+    LANGUAGE plpgsql STABLE
+    SET plan_cache_mode = force_generic_plan
+    AS $fn$
+    #variable_conflict use_column
+    BEGIN
+      RETURN QUERY
+      WITH matched AS MATERIALIZED (
+        SELECT s.id, s.created_at, s.title_sort,
+          ((CASE WHEN s.head @@ p_title THEN 4 ELSE 0 END
+            + CASE WHEN s.head @@ p_tags THEN 2 ELSE 0 END
+            + 1.0 - 0.25 / (coalesce(ts_rank('{0.1, 0.2, 0.4, 1.0}'::float4[], s.rank, p_rank), 0) + 0.5))
+            / 7.0)::float8 AS score
+        FROM search_documents s
+        WHERE s.account_id = p_account AND s.vector @@ p_query
+          AND (p_type IS NULL OR s.type = p_type)
+          AND (p_tags_all IS NULL OR s.tags @> p_tags_all)
+          AND (p_meta IS NULL OR s.metadata @> p_meta)
+          AND (p_from IS NULL OR s.created_at >= p_from)
+          AND (p_to IS NULL OR s.created_at <= p_to)
+      ), page AS (
+        SELECT m.id, m.score, m.created_at, m.title_sort, count(*) OVER () AS total
+        FROM matched m
+        ORDER BY ${ORDER}
+        LIMIT p_limit OFFSET p_offset
+      )
+      SELECT m.id, m.score, m.total, d.title, d.type, m.created_at, substr(d.content, 1, p_scan)
+      FROM page m JOIN data_objects d ON d.account_id = p_account AND d.id = m.id
+      ORDER BY ${ORDER};
+      IF NOT FOUND AND p_offset > 0 THEN
+        RETURN QUERY
+        SELECT NULL::text, NULL::float8, count(*), NULL::text, NULL::text, NULL::timestamptz, NULL::text
+        FROM search_documents s
+        WHERE s.account_id = p_account AND s.vector @@ p_query
+          AND (p_type IS NULL OR s.type = p_type)
+          AND (p_tags_all IS NULL OR s.tags @> p_tags_all)
+          AND (p_meta IS NULL OR s.metadata @> p_meta)
+          AND (p_from IS NULL OR s.created_at >= p_from)
+          AND (p_to IS NULL OR s.created_at <= p_to);
+      END IF;
+    END
+    $fn$`.execute(db);
+}
