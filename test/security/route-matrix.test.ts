@@ -7,6 +7,7 @@ import {
   type TestAccount,
   type TestResponse,
 } from '../helpers/harness.ts';
+import { registeredRoutes, routeShape } from '../helpers/route-table.ts';
 
 type Scope = 'read' | 'write' | 'admin';
 const SCOPES: Scope[] = ['read', 'write', 'admin'];
@@ -144,25 +145,6 @@ const PUBLIC: Route[] = [
   { method: 'POST', path: '/v1/invitations/accept', scope: 'any', body: { token: 'adsinv_unknown' } },
 ];
 
-/** `METHOD path` of every route the app registered (HEAD aside), read from Fastify's route tree. */
-function registeredRoutes(h: Harness): string[] {
-  const out: string[] = [];
-  const stack: string[] = [];
-  for (const line of h.app.printRoutes({ commonPrefix: false }).split('\n')) {
-    const m = /^([│ ]*)[├└]── (\S+)(?: \(([^)]*)\))?$/.exec(line);
-    if (!m) continue;
-    stack.length = (m[1] ?? '').length / 4;
-    stack.push(m[2] ?? '');
-    for (const method of (m[3] ?? '').split(', ').filter((x) => x && x !== 'HEAD')) {
-      out.push(`${method} ${stack.join('')}`);
-    }
-  }
-  return out;
-}
-
-/** `/v1/data/{data}` and `/v1/data/:id` both become `/v1/data/:`. */
-const shape = (r: string) => r.replace(/\?.*$/, '').replace(/\{\w+\}|:\w+/g, ':');
-
 /** The route's path with each placeholder replaced by a fresh resource of `acc`. */
 async function resolve(h: Harness, acc: TestAccount, path: string) {
   let out = path;
@@ -211,11 +193,13 @@ describeEachDatabase(
     });
 
     it('covers every registered route: each is in ROUTES or PUBLIC', () => {
-      const known = new Set([...ROUTES, ...PUBLIC].map((r) => shape(`${r.method} ${r.path}`)));
-      const registered = registeredRoutes(h);
+      const known = new Set([...ROUTES, ...PUBLIC].map((r) => routeShape(`${r.method} ${r.path}`)));
+      const registered = registeredRoutes(h.app);
       assert.ok(registered.length >= ROUTES.length, `parsed ${registered.length} routes`);
       // The reference page's own assets (/docs/*) are static files of @fastify/swagger-ui.
-      const missing = registered.filter((r) => !known.has(shape(r)) && !r.split(' ')[1]?.startsWith('/docs'));
+      const missing = registered.filter(
+        (r) => !known.has(routeShape(r)) && !r.split(' ')[1]?.startsWith('/docs'),
+      );
       assert.deepEqual(missing, [], 'add a line to ROUTES (or PUBLIC) for each of these');
     });
 
