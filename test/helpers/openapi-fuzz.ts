@@ -597,8 +597,9 @@ function assemble(
       body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : null;
     switch (m.kind) {
       case 'body-wrong-type':
-        if (obj && r.target) obj[r.target] = r.bad;
-        else if (op.body) body = r.bad;
+        // Copies: applied twice, the same value would otherwise end up inside itself.
+        if (obj && r.target) obj[r.target] = structuredClone(r.bad);
+        else if (op.body) body = structuredClone(r.bad);
         break;
       case 'body-drop-required': {
         const req = (op.body?.required ?? []) as string[];
