@@ -4,17 +4,7 @@
  * frequencies look like real text: a few words everywhere, most words rare.
  */
 
-/** mulberry32: a small, fast, seedable PRNG; the same seed gives the same corpus. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { rng } from '../seed/words.ts';
 
 const FUNCTION_WORDS = `the of and to a in is that for it as was with be by on not he this are or his from at
 which but have an they you were her she there been one all we their has would when if so no more can
