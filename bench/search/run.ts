@@ -16,20 +16,19 @@ import { parseArgs } from 'node:util';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import pg from 'pg';
-import pino from 'pino';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import type { AppContext } from '../../src/context.ts';
-import { type Database, migrate, openDatabase } from '../../src/db/database.ts';
+import type { Database } from '../../src/db/database.ts';
 import { newId } from '../../src/lib/ids.ts';
 import { createAccount } from '../../src/modules/accounts/service.ts';
 import { insertDataObject } from '../../src/modules/data/repo.ts';
 import { parseFilters, parseRange } from '../../src/modules/search/params.ts';
-import { createRateLimiter } from '../../src/ratelimit/limiter.ts';
 import { buildIndexDocument, distinctWords } from '../../src/search/document.ts';
 import { parseQuery } from '../../src/search/parser.ts';
 import { buildPlan, vocabularyPatterns } from '../../src/search/plan.ts';
 import { expandWildcards, indexDataObject, searchIndex } from '../../src/search/search-index.ts';
+import { benchContext } from '../context.ts';
 import { objectGenerator, vocabulary } from './corpus.ts';
 import { pickQueries, type Shape } from './queries.ts';
 import { writeSearchResults } from './report.ts';
@@ -188,16 +187,8 @@ async function indexSize(database: Database): Promise<number> {
 async function main() {
   const bench = await openBenchDatabase();
   const config = loadConfig({ ADS_DATA_DIR: bench.dataDir, ADS_LOG_LEVEL: 'silent', ...bench.env });
-  const database = openDatabase(config.database);
-  await migrate(database);
-  const logger = pino({ level: 'silent' });
-  const ctx: AppContext = {
-    config,
-    database,
-    clock: Date.now,
-    logger,
-    rateLimiter: createRateLimiter({ logger }),
-  };
+  const ctx = await benchContext(config);
+  const { database } = ctx;
   const app = await buildApp(ctx);
   try {
     const words = vocabulary(30_000);

@@ -21,16 +21,13 @@ import path from 'node:path';
 import { setTimeout as sleep, setImmediate as yieldToIo } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import pino from 'pino';
 import { loadConfig } from '../../src/config.ts';
-import type { AppContext } from '../../src/context.ts';
-import { migrate, openDatabase } from '../../src/db/database.ts';
 import { createDeliveryWorker } from '../../src/events/delivery-worker.ts';
 import { createAccount } from '../../src/modules/accounts/service.ts';
 import { createData } from '../../src/modules/data/service.ts';
 import { createWebhook, removeWebhook } from '../../src/modules/webhooks/service.ts';
-import { createRateLimiter } from '../../src/ratelimit/limiter.ts';
 import { startHttpsReceiver } from '../../test/helpers/https-receiver.ts';
+import { benchContext } from '../context.ts';
 import { writeBenchSection } from '../report.ts';
 
 const { values } = parseArgs({
@@ -100,16 +97,8 @@ async function run(dialect: 'sqlite' | 'postgres'): Promise<Row[]> {
     ADS_WEBHOOK_ALLOW_PRIVATE: 'true',
     ADS_WEBHOOK_CA_FILE: caFile,
   });
-  const database = openDatabase(config.database);
-  await migrate(database);
-  const logger = pino({ level: 'silent' });
-  const ctx: AppContext = {
-    config,
-    database,
-    clock: Date.now,
-    logger,
-    rateLimiter: createRateLimiter({ logger }),
-  };
+  const ctx = await benchContext(config);
+  const { database } = ctx;
   const account = await createAccount(database, {
     name: 'Bench',
     adminEmail: 'b@x.test',
