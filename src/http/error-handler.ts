@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { newId } from '../lib/ids.ts';
 import { AppError, type ErrorCode } from './errors.ts';
+import { SECURITY_HEADERS } from './https-guard.ts';
 import { toDetails } from './validation.ts';
 
 /** Renders any error as the envelope of decisions §2; a 5xx never shows internals. */
@@ -147,13 +148,16 @@ export function clientErrorHandler(err: Error & { code?: string }, socket: Duple
     const id = newId('request');
     const message = CLIENT_ERROR_MESSAGES[err.code ?? ''] ?? 'The request is not valid HTTP.';
     const body = JSON.stringify({ error: { code: 'invalid_request', message, request_id: id } });
-    socket.write(
-      `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${id}\r\n` +
-        'Strict-Transport-Security: max-age=31536000; includeSubDomains\r\n' +
-        'X-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n' +
-        body,
-    );
+    const headers = {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(body),
+      'x-request-id': id,
+      ...SECURITY_HEADERS,
+      'cache-control': 'no-store',
+      connection: 'close',
+    };
+    const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
+    socket.write(`HTTP/1.1 400 Bad Request\r\n${lines.join('')}\r\n${body}`);
   }
   socket.destroy(err);
 }

@@ -19,12 +19,17 @@ export function installHttpsGuard(app: FastifyInstance) {
   });
 }
 
+/** HSTS and no sniffing, on every response (also those written before routing). */
+export const SECURITY_HEADERS = {
+  'strict-transport-security': 'max-age=31536000; includeSubDomains',
+  'x-content-type-options': 'nosniff',
+} as const;
+
 /** Headers every response carries (HSTS, no sniffing, no caching of API answers). */
 export function installSecurityHeaders(app: FastifyInstance) {
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
-    reply.header('strict-transport-security', 'max-age=31536000; includeSubDomains');
-    reply.header('x-content-type-options', 'nosniff');
+    reply.headers(SECURITY_HEADERS);
     if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
   });
 }
