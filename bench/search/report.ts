@@ -20,7 +20,7 @@ const NAMES = { sqlite: 'SQLite', postgres: 'PostgreSQL' } as const;
 const INTRO = `Produced by \`node --import tsx bench/search/run.ts [--objects N] [--db sqlite|postgres]\`.
 One account holds N objects of pseudo-English (Zipf-distributed words from a fixed-seed generator,
 30 to 1,500 words each, median about 250, tags and \`author\`/\`status\` metadata); 9 other accounts
-hold N/10 each. \`GET /v1/search\` is driven in process with \`app.inject()\` (routing, validation,
+hold N/10 each unless the subsection says otherwise. \`GET /v1/search\` is driven in process with \`app.inject()\` (routing, validation,
 API-key auth, wildcard expansion, the ranked and counted query, the page's rows and excerpts; no
 socket or TLS). "Raw" is the index work alone in the same run: wildcard expansion plus the ranked,
 counted query with the page's rows (\`searchIndex\`: no auth, excerpts or serialisation).
@@ -30,10 +30,12 @@ objects; common term: 15-40 %).`;
 
 const ms = (x: number) => x.toFixed(1);
 
+const heading = (s: SearchBenchSummary) => `${NAMES[s.dialect]}, ${s.objects.toLocaleString('en')} objects`;
+
 function subsection(s: SearchBenchSummary): string {
   const mb = (s.indexBytes / 1024 / 1024).toFixed(0);
   const lines = [
-    `### ${NAMES[s.dialect]}`,
+    `### ${heading(s)}`,
     '',
     `${s.objects.toLocaleString('en')} objects in the searched account, ${s.totalObjects.toLocaleString('en')} in all; ` +
       `seeded and indexed in ${s.seedSeconds.toFixed(0)} s (${Math.round(s.totalObjects / s.seedSeconds)} objects/s, ` +
@@ -50,23 +52,26 @@ function subsection(s: SearchBenchSummary): string {
   return lines.join('\n');
 }
 
-/** Replaces this database's subsection of `## Search`, keeping the other database's figures. */
+/**
+ * Replaces the subsection of this database and corpus size in `## Search`, keeping the others
+ * (a subsection headed by the database's name alone is the 100,000-object one of earlier runs).
+ */
 export function writeSearchResults(s: SearchBenchSummary): void {
   const current = fs.existsSync(FILE) ? fs.readFileSync(FILE, 'utf8') : '';
   const start = current.indexOf(`## ${TITLE}\n`);
   const end = start === -1 ? -1 : current.indexOf('\n## ', start + 1);
   const section = start === -1 ? '' : current.slice(start, end === -1 ? undefined : end);
-  const keep = (['sqlite', 'postgres'] as const)
-    .filter((d) => d !== s.dialect)
-    .map((d) => {
-      const at = section.indexOf(`### ${NAMES[d]}\n`);
-      if (at === -1) return null;
-      const stop = section.indexOf('\n### ', at + 1);
-      return { d, text: section.slice(at, stop === -1 ? undefined : stop).trim() };
-    })
-    .filter((x) => x !== null);
-  const parts = [...keep, { d: s.dialect, text: subsection(s) }]
-    .sort((a, b) => a.d.localeCompare(b.d))
-    .reverse();
+  const replaced = new Set([heading(s)]);
+  if (s.objects === 100_000) replaced.add(NAMES[s.dialect]);
+  const keep = section
+    .split('\n### ')
+    .slice(1)
+    .map((text) => ({ title: text.slice(0, text.indexOf('\n')), text: `### ${text.trim()}` }))
+    .filter((p) => !replaced.has(p.title));
+  // SQLite first, then by corpus size.
+  const order = (title: string) => `${title.startsWith(NAMES.sqlite) ? 0 : 1} ${title}`;
+  const parts = [...keep, { title: heading(s), text: subsection(s) }].sort((a, b) =>
+    order(a.title).localeCompare(order(b.title), 'en', { numeric: true }),
+  );
   writeBenchSection(TITLE, [INTRO, ...parts.map((p) => p.text)].join('\n\n'));
 }

@@ -7,6 +7,11 @@
  *
  *   node --import tsx bench/search/run.ts [--objects 100000] [--db sqlite|postgres]
  *     [--iterations 200] [--pg-url postgres://postgres@127.0.0.1:5432/postgres] [--dry-run]
+ *     [--keep DIR]
+ *
+ * `--keep DIR` keeps the seeded database (SQLite file or PostgreSQL database, named in
+ * DIR/state.json) and reuses it on the next run with the same DIR, so a measurement can be repeated
+ * on a quiet machine without seeding again.
  */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -20,6 +25,7 @@ import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import type { AppContext } from '../../src/context.ts';
 import type { Database } from '../../src/db/database.ts';
+import type { Db } from '../../src/db/types.ts';
 import { newId } from '../../src/lib/ids.ts';
 import { createAccount } from '../../src/modules/accounts/service.ts';
 import { insertDataObject } from '../../src/modules/data/repo.ts';
@@ -43,19 +49,53 @@ const { values } = parseArgs({
       default: process.env.ADS_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
     },
     'dry-run': { type: 'boolean', default: false },
+    keep: { type: 'string' },
+    'other-objects': { type: 'string' },
   },
 });
 const objects = Number(values.objects);
 const iterations = Number(values.iterations);
 const dialect: 'sqlite' | 'postgres' = values.db === 'postgres' ? 'postgres' : 'sqlite';
 const OTHER_ACCOUNTS = 9;
+/** Objects in each of the other accounts: a tenth of the searched account's unless given. */
+const otherObjects = Number(values['other-objects'] ?? Math.round(objects / 10));
 const BATCH = 500;
 
-async function openBenchDatabase() {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ads-bench-search-'));
-  if (dialect === 'sqlite') {
-    return { dataDir, env: {}, drop: async () => fs.rmSync(dataDir, { recursive: true, force: true }) };
+/** What a kept database needs to be measured again (`--keep`). */
+interface KeptState {
+  dialect: 'sqlite' | 'postgres';
+  objects: number;
+  otherObjects: number;
+  env: Record<string, string>;
+  accountId: string;
+  key: string;
+  seedSeconds: number;
+  df: [string, number][];
+}
+
+const keepDir = values.keep ? path.resolve(values.keep) : undefined;
+const statePath = keepDir ? path.join(keepDir, 'state.json') : undefined;
+
+function keptState(): KeptState | undefined {
+  if (!statePath || !fs.existsSync(statePath)) return undefined;
+  const state = JSON.parse(fs.readFileSync(statePath, 'utf8')) as KeptState;
+  const stateOthers = state.otherObjects ?? Math.round(state.objects / 10);
+  if (state.dialect !== dialect || state.objects !== objects || stateOthers !== otherObjects) {
+    throw new Error(
+      `${statePath} holds ${state.objects} objects on ${state.dialect}; use another --keep DIR`,
+    );
   }
+  return state;
+}
+
+async function openBenchDatabase(kept: KeptState | undefined) {
+  if (keepDir && kept) return { dataDir: keepDir, env: kept.env, drop: async () => {} };
+  const dataDir = keepDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'ads-bench-search-'));
+  fs.mkdirSync(dataDir, { recursive: true });
+  const remove = async () => {
+    if (!keepDir) fs.rmSync(dataDir, { recursive: true, force: true });
+  };
+  if (dialect === 'sqlite') return { dataDir, env: {}, drop: remove };
   const admin = values['pg-url']!;
   const name = `ads_bench_search_${randomBytes(4).toString('hex')}`;
   const run = async (text: string) => {
@@ -74,13 +114,17 @@ async function openBenchDatabase() {
     dataDir,
     env: { ADS_DATABASE_URL: url.toString() },
     drop: async () => {
+      if (keepDir) return;
       await run(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      fs.rmSync(dataDir, { recursive: true, force: true });
+      await remove();
     },
   };
 }
 
-/** Inserts and indexes `count` generated objects, BATCH per transaction (seeding, not the API path). */
+/**
+ * Inserts and indexes `count` generated objects, BATCH at a time (seeding, not the API path): on
+ * SQLite through group commit, as concurrent API writes are; on PostgreSQL one transaction per BATCH.
+ */
 async function seed(
   database: Database,
   accountId: string,
@@ -90,29 +134,38 @@ async function seed(
   df?: Map<string, number>,
 ) {
   const next = objectGenerator(words, seedNo);
+  const row = () => {
+    const o = next();
+    const r = {
+      account_id: accountId,
+      id: newId('data'),
+      title: o.title,
+      title_sort: o.title.toLowerCase(),
+      type: o.type,
+      content: o.content,
+      tags: JSON.stringify(o.tags),
+      metadata: JSON.stringify(o.metadata),
+      created_at: o.created_at,
+      updated_at: null,
+    };
+    if (df) for (const w of distinctWords(buildIndexDocument(r))) df.set(w, (df.get(w) ?? 0) + 1);
+    return r;
+  };
+  const put = async (trx: Db, r: ReturnType<typeof row>) => {
+    await insertDataObject(trx, database.dialect, r);
+    await indexDataObject(trx, database.dialect, r);
+  };
   for (let done = 0; done < count; ) {
-    const n = Math.min(BATCH, count - done);
-    await database.db.transaction().execute(async (trx) => {
-      for (let i = 0; i < n; i++) {
-        const o = next();
-        const row = {
-          account_id: accountId,
-          id: newId('data'),
-          title: o.title,
-          title_sort: o.title.toLowerCase(),
-          type: o.type,
-          content: o.content,
-          tags: JSON.stringify(o.tags),
-          metadata: JSON.stringify(o.metadata),
-          created_at: o.created_at,
-          updated_at: null,
-        };
-        await insertDataObject(trx, row);
-        await indexDataObject(trx, database.dialect, row);
-        if (df) for (const w of distinctWords(buildIndexDocument(row))) df.set(w, (df.get(w) ?? 0) + 1);
-      }
-    });
-    done += n;
+    const rows = Array.from({ length: Math.min(BATCH, count - done) }, row);
+    if (database.dialect === 'sqlite') {
+      await Promise.all(rows.map((r) => database.write((trx) => put(trx, r))));
+    } else {
+      await database.db.transaction().execute(async (trx) => {
+        for (const r of rows) await put(trx, r);
+      });
+    }
+    done += rows.length;
+    if (count >= 100_000 && done % 50_000 === 0) console.warn(`  ${done} / ${count}`);
   }
 }
 
@@ -185,38 +238,56 @@ async function indexSize(database: Database): Promise<number> {
 }
 
 async function main() {
-  const bench = await openBenchDatabase();
+  const kept = keptState();
+  const bench = await openBenchDatabase(kept);
   const config = loadConfig({ ADS_DATA_DIR: bench.dataDir, ADS_LOG_LEVEL: 'silent', ...bench.env });
   const ctx = await benchContext(config);
   const { database } = ctx;
   const app = await buildApp(ctx);
   try {
-    const words = vocabulary(30_000);
-    const main = await createAccount(database, {
-      name: 'Main',
-      adminEmail: 'main@x.test',
-      plan: 'enterprise',
-    });
-    const t0 = performance.now();
-    const df = new Map<string, number>();
-    await seed(database, main.account.id, objects, 1, words, df);
-    for (let a = 0; a < OTHER_ACCOUNTS; a++) {
-      const other = await createAccount(database, {
-        name: `O${a}`,
-        adminEmail: `o${a}@x.test`,
+    let state = kept;
+    if (!state) {
+      const words = vocabulary(30_000);
+      const main = await createAccount(database, {
+        name: 'Main',
+        adminEmail: 'main@x.test',
         plan: 'enterprise',
       });
-      await seed(database, other.account.id, Math.round(objects / 10), 100 + a, words);
+      const t0 = performance.now();
+      const df = new Map<string, number>();
+      await seed(database, main.account.id, objects, 1, words, df);
+      for (let a = 0; a < OTHER_ACCOUNTS; a++) {
+        const other = await createAccount(database, {
+          name: `O${a}`,
+          adminEmail: `o${a}@x.test`,
+          plan: 'enterprise',
+        });
+        await seed(database, other.account.id, otherObjects, 100 + a, words);
+      }
+      const seedSeconds = (performance.now() - t0) / 1000;
+      if (dialect === 'postgres') await sql`ANALYZE`.execute(database.db);
+      console.warn(
+        `seeded ${objects + OTHER_ACCOUNTS * otherObjects} objects in ${seedSeconds.toFixed(0)} s`,
+      );
+      state = {
+        dialect,
+        objects,
+        otherObjects,
+        env: bench.env,
+        accountId: main.account.id,
+        key: main.api_key.key,
+        seedSeconds,
+        df: [...df],
+      };
+      if (statePath) fs.writeFileSync(statePath, JSON.stringify(state));
     }
-    const seedSeconds = (performance.now() - t0) / 1000;
-    const totalObjects = objects + OTHER_ACCOUNTS * Math.round(objects / 10);
-    if (dialect === 'postgres') await sql`ANALYZE`.execute(database.db);
-    console.warn(`seeded ${totalObjects} objects in ${seedSeconds.toFixed(0)} s`);
+    const { seedSeconds } = state;
+    const totalObjects = objects + OTHER_ACCOUNTS * otherObjects;
 
-    const shapes = pickQueries(df, objects);
+    const shapes = pickQueries(new Map(state.df), objects);
     const results = [];
     for (const shape of shapes) {
-      const r = await measure(app, ctx, main.api_key.key, main.account.id, shape);
+      const r = await measure(app, ctx, state.key, state.accountId, shape);
       console.warn(
         `${r.shape.padEnd(22)} http p50/p95/p99 ${r.http.map((x) => x.toFixed(1)).join('/')} ms, raw ${r.raw.map((x) => x.toFixed(1)).join('/')} ms, ~${r.avgTotal} hits`,
       );

@@ -1,5 +1,6 @@
 import { CompiledQuery, Kysely, type Migration, type MigrationProvider, Migrator, sql } from 'kysely';
 import type { DatabaseConfig } from '../config.ts';
+import { groupCommit } from './group-commit.ts';
 import * as m0001 from './migrations/0001-initial.ts';
 import * as m0002 from './migrations/0002-search.ts';
 import * as m0003 from './migrations/0003-members.ts';
@@ -15,6 +16,12 @@ import type { DB, Db, Dialect } from './types.ts';
 export interface Database {
   db: Kysely<DB>;
   dialect: Dialect;
+  /**
+   * A write transaction for the API's hot writes. On SQLite, writes queued in the same event-loop
+   * turn share one COMMIT (src/db/group-commit.ts: `fn` may run twice and must only touch the
+   * database); on PostgreSQL it is a plain transaction.
+   */
+  write<T>(fn: (trx: Db) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -23,11 +30,16 @@ export function openDatabase(config: DatabaseConfig): Database {
   if (config.dialect === 'postgres') {
     const { dialect } = openPostgres(config.url);
     const db = new Kysely<DB>({ dialect });
-    return { db, dialect: 'postgres', close: () => db.destroy() };
+    return {
+      db,
+      dialect: 'postgres',
+      write: (fn) => db.transaction().execute(fn),
+      close: () => db.destroy(),
+    };
   }
   const { dialect } = openSqlite(config.file);
   const db = new Kysely<DB>({ dialect });
-  return { db, dialect: 'sqlite', close: () => db.destroy() };
+  return { db, dialect: 'sqlite', write: groupCommit(db), close: () => db.destroy() };
 }
 
 type DialectMigration = { up(db: Kysely<unknown>, dialect: Dialect): Promise<void> };

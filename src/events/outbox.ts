@@ -1,4 +1,5 @@
-import type { Db } from '../db/types.ts';
+import { hotQuery } from '../db/database.ts';
+import type { Db, Dialect } from '../db/types.ts';
 import { newId } from '../lib/ids.ts';
 import { announceDeliveries } from './notify.ts';
 
@@ -24,8 +25,16 @@ export function subscribes(subscribed: readonly string[], name: string): boolean
  * delivery per active webhook of the account that subscribed to the event, so a crash between the
  * change and the delivery loses nothing.
  */
+const insertEvent = hotQuery(
+  'insert into events (account_id, id, name, payload, created_at) values (?, ?, ?, ?, ?)',
+);
+const activeWebhooks = hotQuery<{ id: string; events: string }>(
+  `select id, events from webhooks where account_id = ? and status = 'active'`,
+);
+
 export async function recordEvent(
   db: Db,
+  dialect: Dialect,
   accountId: string,
   name: EventName,
   data: Record<string, unknown>,
@@ -33,16 +42,8 @@ export async function recordEvent(
 ): Promise<string> {
   const id = newId('event');
   const payload = JSON.stringify({ id, event: name, timestamp: at, account_id: accountId, data });
-  await db
-    .insertInto('events')
-    .values({ account_id: accountId, id, name, payload, created_at: at })
-    .execute();
-  const hooks = await db
-    .selectFrom('webhooks')
-    .select(['id', 'events'])
-    .where('account_id', '=', accountId)
-    .where('status', '=', 'active')
-    .execute();
+  await insertEvent(db, dialect, [accountId, id, name, payload, at]);
+  const hooks = await activeWebhooks(db, dialect, [accountId]);
   const targets = hooks.filter((h) => subscribes(JSON.parse(h.events) as string[], name));
   if (targets.length > 0) {
     await db

@@ -85,16 +85,35 @@ export function cachedStemmer(): (word: string) => string {
   };
 }
 
+/** Word -> +1 / -1 (or a batch's sum): how an account's vocabulary changes. */
+export type VocabularyDelta = Map<string, number>;
+
 /**
- * How the account's vocabulary changes when a document's words go from `before` to `after`:
- * word -> +1 / -1, keys sorted so concurrent writers lock vocabulary rows in the same order.
+ * How the account's vocabulary changes when a document's words go from `before` to `after`,
+ * in word order. (A Map, not an object: a plain object with a property per word goes through a
+ * hidden-class transition per word.)
  */
-export function vocabularyDelta(before: readonly string[], after: readonly string[]): Record<string, number> {
+export function vocabularyDelta(before: readonly string[], after: readonly string[]): VocabularyDelta {
   const delta = new Map<string, number>();
   for (const w of before) delta.set(w, -1);
   for (const w of after) {
     if (delta.get(w) === -1) delta.delete(w);
     else delta.set(w, 1);
   }
-  return Object.fromEntries([...delta].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  const out: VocabularyDelta = new Map();
+  // The default sort compares UTF-16 code units, as `<` does.
+  for (const w of [...delta.keys()].sort()) out.set(w, delta.get(w)!);
+  return out;
+}
+
+/** The delta as a JSON object for the databases' JSON table functions; words with 0 are left out. */
+export function vocabularyJson(delta: VocabularyDelta): { json: string; removes: boolean } {
+  let json = '';
+  let removes = false;
+  for (const [w, d] of delta) {
+    if (d === 0) continue;
+    if (d < 0) removes = true;
+    json += `${json === '' ? '{' : ','}${JSON.stringify(w)}:${d}`;
+  }
+  return { json: json === '' ? '{}' : `${json}}`, removes };
 }

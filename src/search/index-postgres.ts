@@ -4,7 +4,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/types.ts';
 import { buildVectors, compileTsquery, fieldTsquery, rankTsquery } from './compile-postgres.ts';
-import type { IndexDocument, IndexedRow } from './document.ts';
+import { type IndexDocument, type IndexedRow, type VocabularyDelta, vocabularyJson } from './document.ts';
 import { MAX_SCAN_CHARS } from './excerpt.ts';
 import type { SearchPage, SearchQuery } from './search-index.ts';
 
@@ -36,18 +36,14 @@ export async function removeDocument(db: Db, doc: IndexDocument): Promise<boolea
  * Applies word -> +1/-1 to the account's vocabulary in one statement, in word order, so two writers
  * always lock shared words in the same order (no deadlock); emptied words are deleted.
  */
-export async function applyVocabulary(
-  db: Db,
-  accountId: string,
-  delta: Record<string, number>,
-): Promise<void> {
-  const json = JSON.stringify(delta);
+export async function applyVocabulary(db: Db, accountId: string, delta: VocabularyDelta): Promise<void> {
+  const { json, removes } = vocabularyJson(delta);
   if (json === '{}') return;
   await sql`
     INSERT INTO search_vocab (account_id, word, docs)
     SELECT ${accountId}, key COLLATE "C", value::int FROM jsonb_each_text(${json}::jsonb) ORDER BY 2
     ON CONFLICT (account_id, word) DO UPDATE SET docs = search_vocab.docs + excluded.docs`.execute(db);
-  if (!Object.values(delta).some((d) => d < 0)) return;
+  if (!removes) return;
   await sql`
     DELETE FROM search_vocab
     WHERE account_id = ${accountId} AND docs <= 0

@@ -1,6 +1,7 @@
 // The search index on SQLite: FTS5 rows written inside the caller's transaction, the ranked query,
 // and wildcard expansion through the account's vocabulary (trigram FTS5 table over its words).
 import { type RawBuilder, sql } from 'kysely';
+import { hotQuery } from '../db/database.ts';
 import type { Db } from '../db/types.ts';
 import {
   compileMatch,
@@ -12,7 +13,13 @@ import {
   TAGS_WEIGHTS,
   TITLE_WEIGHTS,
 } from './compile-sqlite.ts';
-import { distinctWords, type IndexDocument, type IndexedRow } from './document.ts';
+import {
+  distinctWords,
+  type IndexDocument,
+  type IndexedRow,
+  type VocabularyDelta,
+  vocabularyJson,
+} from './document.ts';
 import { MAX_SCAN_CHARS } from './excerpt.ts';
 import type { ResultRow, SearchHit, SearchPage, SearchQuery } from './search-index.ts';
 import { patternParts } from './text.ts';
@@ -20,12 +27,20 @@ import { patternParts } from './text.ts';
 /** The words an indexed document adds to the account's vocabulary. */
 export const wordsOf = (doc: IndexDocument): string[] => distinctWords(doc);
 
+const takeDoc = hotQuery<{ seq: number; n: number }>(`
+  INSERT INTO search_accounts (account_id) VALUES (?)
+  ON CONFLICT (account_id) DO UPDATE SET next_doc = next_doc + 1
+  RETURNING seq, next_doc AS n`);
+const insertRow = hotQuery(`
+  INSERT INTO search_documents (doc, account_id, id, type, title_sort, created_at, tags, metadata)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?)`);
+const insertFts = hotQuery(`
+  INSERT INTO search_fts (rowid, ${FTS_COLUMNS.join(', ')})
+  VALUES (?${', ?'.repeat(FTS_COLUMNS.length)})`);
+
 /** The next FTS5 rowid of the account's range (see DOCS_PER_ACCOUNT). */
 async function nextDoc(db: Db, accountId: string): Promise<number> {
-  const { rows } = await sql<{ seq: number; n: number }>`
-    INSERT INTO search_accounts (account_id) VALUES (${accountId})
-    ON CONFLICT (account_id) DO UPDATE SET next_doc = next_doc + 1
-    RETURNING seq, next_doc AS n`.execute(db);
+  const rows = await takeDoc(db, 'sqlite', [accountId]);
   const { seq, n } = rows[0]!;
   if (seq > MAX_ACCOUNT_SEQ || n >= DOCS_PER_ACCOUNT) throw new Error('search index rowid space exhausted');
   return seq * DOCS_PER_ACCOUNT + n;
@@ -43,13 +58,17 @@ async function accountRange(db: Db, accountId: string): Promise<[number, number]
 /** Adds the object's rows; returns its distinct words. */
 export async function insertDocument(db: Db, row: IndexedRow, doc: IndexDocument): Promise<string[]> {
   const rowid = await nextDoc(db, row.account_id);
-  await sql`
-    INSERT INTO search_documents (doc, account_id, id, type, title_sort, created_at, tags, metadata)
-    VALUES (${rowid}, ${row.account_id}, ${row.id}, ${row.type}, ${row.title_sort}, ${row.created_at},
-      ${row.tags}, ${row.metadata})`.execute(db);
-  await sql`
-    INSERT INTO search_fts (rowid, ${sql.raw(FTS_COLUMNS.join(', '))})
-    VALUES (${rowid}, ${sql.join(ftsRow(doc))})`.execute(db);
+  await insertRow(db, 'sqlite', [
+    rowid,
+    row.account_id,
+    row.id,
+    row.type,
+    row.title_sort,
+    row.created_at,
+    row.tags,
+    row.metadata,
+  ]);
+  await insertFts(db, 'sqlite', [rowid, ...ftsRow(doc)]);
   return wordsOf(doc);
 }
 
@@ -69,18 +88,14 @@ export async function removeDocument(db: Db, doc: IndexDocument): Promise<boolea
 }
 
 /** Applies word -> +1/-1 to the account's vocabulary; words no object holds any more are deleted. */
-export async function applyVocabulary(
-  db: Db,
-  accountId: string,
-  delta: Record<string, number>,
-): Promise<void> {
-  const json = JSON.stringify(delta);
+export async function applyVocabulary(db: Db, accountId: string, delta: VocabularyDelta): Promise<void> {
+  const { json, removes } = vocabularyJson(delta);
   if (json === '{}') return;
   await sql`
     INSERT INTO search_vocab (account_id, word, docs)
     SELECT ${accountId}, key, value FROM json_each(${json}) WHERE true
     ON CONFLICT (account_id, word) DO UPDATE SET docs = docs + excluded.docs`.execute(db);
-  if (!Object.values(delta).some((d) => d < 0)) return;
+  if (!removes) return;
   await sql`
     DELETE FROM search_vocab
     WHERE account_id = ${accountId} AND docs <= 0 AND word IN (SELECT key FROM json_each(${json}))`.execute(

@@ -1,7 +1,8 @@
 // The one dialect switch of search: index maintenance called inside the data service's write
 // transactions, wildcard expansion, and the ranked query. Everything above this file is dialect-free.
+import { beforeCommit, inBatch } from '../db/group-commit.ts';
 import type { Db, Dialect } from '../db/types.ts';
-import { buildIndexDocument, type IndexedRow, vocabularyDelta } from './document.ts';
+import { buildIndexDocument, type IndexedRow, type VocabularyDelta, vocabularyDelta } from './document.ts';
 import * as postgres from './index-postgres.ts';
 import * as sqlite from './index-sqlite.ts';
 import type { Plan } from './plan.ts';
@@ -55,10 +56,41 @@ export const MAX_EXPANDED_PATTERNS = 8;
 
 const impl = (dialect: Dialect) => (dialect === 'postgres' ? postgres : sqlite);
 
+/** Per SQLite group-commit batch: account -> word -> the batch's summed vocabulary change so far. */
+const batchVocabulary = new WeakMap<Db, Map<string, Map<string, number>>>();
+
+/**
+ * Applies a document's vocabulary change. Inside a SQLite group-commit batch the batch's changes are
+ * summed and applied once before its COMMIT: writes of one batch share most of their words, so this
+ * upserts each word once per batch instead of once per write. (PostgreSQL applies at once: its
+ * writers lock vocabulary rows in word order.)
+ */
+async function applyVocabulary(
+  db: Db,
+  dialect: Dialect,
+  accountId: string,
+  delta: VocabularyDelta,
+): Promise<void> {
+  if (dialect !== 'sqlite' || !inBatch(db)) return impl(dialect).applyVocabulary(db, accountId, delta);
+  let accounts = batchVocabulary.get(db);
+  if (!accounts) {
+    accounts = new Map();
+    batchVocabulary.set(db, accounts);
+  }
+  let sum = accounts.get(accountId);
+  if (!sum) {
+    const words = new Map<string, number>();
+    sum = words;
+    accounts.set(accountId, words);
+    await beforeCommit(db, `vocabulary ${accountId}`, (trx) => sqlite.applyVocabulary(trx, accountId, words));
+  }
+  for (const [w, d] of delta) sum.set(w, (sum.get(w) ?? 0) + d);
+}
+
 /** Indexes a new data object; call inside the transaction that inserts it. */
 export async function indexDataObject(db: Db, dialect: Dialect, row: IndexedRow): Promise<void> {
   const words = await impl(dialect).insertDocument(db, row, buildIndexDocument(row));
-  await impl(dialect).applyVocabulary(db, row.account_id, vocabularyDelta([], words));
+  await applyVocabulary(db, dialect, row.account_id, vocabularyDelta([], words));
 }
 
 /** Replaces the index entry of an updated data object; call inside the transaction that updates it. */
@@ -68,12 +100,12 @@ export async function reindexDataObject(
   before: IndexedRow,
   after: IndexedRow,
 ): Promise<void> {
-  const { removeDocument, insertDocument, wordsOf, applyVocabulary } = impl(dialect);
+  const { removeDocument, insertDocument, wordsOf } = impl(dialect);
   // The old entry is recomputed from the old row: the same text gives the same tokens and words.
   const old = buildIndexDocument(before);
   const was = (await removeDocument(db, old)) ? wordsOf(old) : [];
   const now = await insertDocument(db, after, buildIndexDocument(after));
-  await applyVocabulary(db, after.account_id, vocabularyDelta(was, now));
+  await applyVocabulary(db, dialect, after.account_id, vocabularyDelta(was, now));
 }
 
 /** Removes a data object from the index; call inside the deleting transaction, before the row goes. */
@@ -90,9 +122,11 @@ export async function unindexDataObject(
     .where('id', '=', id)
     .executeTakeFirst();
   if (!row) return;
-  const { removeDocument, wordsOf, applyVocabulary } = impl(dialect);
+  const { removeDocument, wordsOf } = impl(dialect);
   const old = buildIndexDocument(row);
-  if (await removeDocument(db, old)) await applyVocabulary(db, accountId, vocabularyDelta(wordsOf(old), []));
+  if (await removeDocument(db, old)) {
+    await applyVocabulary(db, dialect, accountId, vocabularyDelta(wordsOf(old), []));
+  }
 }
 
 /** The account's words matching each `*` pattern (most frequent first, at most MAX_EXPANSIONS). */

@@ -50,7 +50,14 @@ describeEachDatabase('outbox: events fan out to deliveries in the same transacti
     const eventId = await h.database.db
       .transaction()
       .execute((trx) =>
-        recordEvent(trx, acc.id, 'data.created', { id: 'dat_x', title: 't', type: 'note' }, at),
+        recordEvent(
+          trx,
+          h.database.dialect,
+          acc.id,
+          'data.created',
+          { id: 'dat_x', title: 't', type: 'note' },
+          at,
+        ),
       );
     const rows = await deliveriesFor(h, eventId);
     assert.deepEqual(rows.map((r) => r.webhook_id).sort(), [hooks.all, hooks.created].sort());
@@ -80,7 +87,14 @@ describeEachDatabase('outbox: events fan out to deliveries in the same transacti
     let eventId = '';
     await assert.rejects(
       h.database.db.transaction().execute(async (trx) => {
-        eventId = await recordEvent(trx, acc.id, 'data.deleted', { id: 'dat_y' }, new Date().toISOString());
+        eventId = await recordEvent(
+          trx,
+          h.database.dialect,
+          acc.id,
+          'data.deleted',
+          { id: 'dat_y' },
+          new Date().toISOString(),
+        );
         throw new Error('the change failed');
       }),
       /the change failed/,
@@ -94,7 +108,16 @@ describeEachDatabase('outbox: events fan out to deliveries in the same transacti
   it('delivers an event only to the webhooks that subscribed to it (here only "*")', async () => {
     const eventId = await h.database.db
       .transaction()
-      .execute((trx) => recordEvent(trx, acc.id, 'user.deleted', { id: 'usr_z' }, new Date().toISOString()));
+      .execute((trx) =>
+        recordEvent(
+          trx,
+          h.database.dialect,
+          acc.id,
+          'user.deleted',
+          { id: 'usr_z' },
+          new Date().toISOString(),
+        ),
+      );
     assert.deepEqual(
       (await deliveriesFor(h, eventId)).map((r) => r.webhook_id),
       [hooks.all],
@@ -117,7 +140,14 @@ describeEachDatabase('outbox: events fan out to deliveries in the same transacti
       await h.database.db
         .transaction()
         .execute((trx) =>
-          recordEvent(trx, acc.id, 'data.created', { id: 'dat_w' }, new Date().toISOString()),
+          recordEvent(
+            trx,
+            h.database.dialect,
+            acc.id,
+            'data.created',
+            { id: 'dat_w' },
+            new Date().toISOString(),
+          ),
         );
       await waitUntil('a wake-up', () => wakes > base);
     } finally {

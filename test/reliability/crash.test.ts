@@ -103,7 +103,14 @@ describe('crash safety: SIGKILL during concurrent writes loses no acknowledged w
       });
       const stop = { now: false };
       const writers = Array.from({ length: WRITERS }, (_, n) => writer(server, key, agent, n, ledger, stop));
-      await new Promise((r) => setTimeout(r, 300 + Math.floor(Math.random() * 500)));
+      // Kill at a random moment once writes are flowing: a fixed delay alone can end a cycle
+      // before a slow (loaded) machine has acknowledged anything.
+      const ackedBefore = ledger.acknowledged;
+      const flowing = Date.now() + 20_000;
+      while (ledger.acknowledged < ackedBefore + 10 && Date.now() < flowing) {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 500)));
       server.child.kill('SIGKILL');
       await server.exited;
       stop.now = true;

@@ -122,8 +122,12 @@ describe('index documents', () => {
   });
 
   test('vocabulary deltas count each word once, sorted', () => {
-    assert.deepEqual(vocabularyDelta(['a', 'b', 'c'], ['b', 'd']), { a: -1, c: -1, d: 1 });
-    assert.deepEqual(vocabularyDelta([], []), {});
+    assert.deepEqual(Object.fromEntries(vocabularyDelta(['a', 'b', 'c'], ['b', 'd'])), {
+      a: -1,
+      c: -1,
+      d: 1,
+    });
+    assert.deepEqual(Object.fromEntries(vocabularyDelta([], [])), {});
   });
 
   test('a PostgreSQL vector stays under its size limit however large the content', () => {

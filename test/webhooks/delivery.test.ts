@@ -57,6 +57,7 @@ describeEachDatabase(
           .execute((trx) =>
             recordEvent(
               trx,
+              h.database.dialect,
               w.acc.id,
               'user.created',
               { id: 'usr_direct', email: 'd@example.com', role: 'member', status: 'invited' },

@@ -4,11 +4,24 @@ import type { DataObjectsTable, Db, Dialect } from '../../db/types.ts';
 export type DataRow = DataObjectsTable;
 export type DataSort = 'date' | 'title';
 
-export async function insertDataObject(db: Db, row: DataRow): Promise<void> {
-  await db.insertInto('data_objects').values(row).execute();
+const COLUMNS = 'account_id, id, title, title_sort, type, content, tags, metadata, created_at, updated_at';
+const insertOne = hotQuery(`insert into data_objects (${COLUMNS}) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+
+export async function insertDataObject(db: Db, dialect: Dialect, row: DataRow): Promise<void> {
+  await insertOne(db, dialect, [
+    row.account_id,
+    row.id,
+    row.title,
+    row.title_sort,
+    row.type,
+    row.content,
+    row.tags,
+    row.metadata,
+    row.created_at,
+    row.updated_at,
+  ]);
 }
 
-const COLUMNS = 'account_id, id, title, title_sort, type, content, tags, metadata, created_at, updated_at';
 const selectOne = hotQuery<DataRow>(`select ${COLUMNS} from data_objects where account_id = ? and id = ?`);
 const selectOneForUpdate = hotQuery<DataRow>(
   `select ${COLUMNS} from data_objects where account_id = ? and id = ? for update`,

@@ -51,10 +51,17 @@ export async function createData(ctx: AppContext, accountId: string, input: Crea
     created_at: now,
     updated_at: null,
   };
-  await ctx.database.db.transaction().execute(async (trx) => {
-    await insertDataObject(trx, row);
+  await ctx.database.write(async (trx) => {
+    await insertDataObject(trx, ctx.database.dialect, row);
     await indexDataObject(trx, ctx.database.dialect, row);
-    await recordEvent(trx, accountId, 'data.created', { id: row.id, title: row.title, type: row.type }, now);
+    await recordEvent(
+      trx,
+      ctx.database.dialect,
+      accountId,
+      'data.created',
+      { id: row.id, title: row.title, type: row.type },
+      now,
+    );
   });
   return toDataObject(row);
 }
@@ -84,8 +91,8 @@ const PATCHABLE = ['title', 'type', 'content', 'tags', 'metadata'] as const;
 /** Replaces the given fields whole; emits `data.updated` with `changed` only when something changed. */
 export async function patchData(ctx: AppContext, accountId: string, id: string, input: PatchDataInput) {
   checkTitle(input.title);
-  const { db, dialect } = ctx.database;
-  return db.transaction().execute(async (trx) => {
+  const { dialect } = ctx.database;
+  return ctx.database.write(async (trx) => {
     const row = await findDataObject(trx, dialect, accountId, id, { forUpdate: true });
     if (!row) throw notFound('data object', id);
     const next: DataRow = { ...row };
@@ -106,6 +113,7 @@ export async function patchData(ctx: AppContext, accountId: string, id: string, 
     await reindexDataObject(trx, dialect, row, next);
     await recordEvent(
       trx,
+      ctx.database.dialect,
       accountId,
       'data.updated',
       { id, title: next.title, type: next.type, changed },
@@ -125,10 +133,10 @@ function sameJson(field: string, a: string, b: string): boolean {
 }
 
 export async function deleteData(ctx: AppContext, accountId: string, id: string) {
-  await ctx.database.db.transaction().execute(async (trx) => {
+  await ctx.database.write(async (trx) => {
     await unindexDataObject(trx, ctx.database.dialect, accountId, id);
     const gone = await deleteDataObject(trx, accountId, id);
     if (!gone) throw notFound('data object', id);
-    await recordEvent(trx, accountId, 'data.deleted', gone, isoNow(ctx.clock));
+    await recordEvent(trx, ctx.database.dialect, accountId, 'data.deleted', gone, isoNow(ctx.clock));
   });
 }

@@ -92,7 +92,7 @@ export async function inviteMember(ctx: AppContext, accountId: string, input: { 
     await ctx.database.db.transaction().execute(async (trx) => {
       await insertUser(trx, row);
       await issueInvitation(ctx, trx, row, now);
-      await recordEvent(trx, accountId, 'user.created', eventData(row), now);
+      await recordEvent(trx, ctx.database.dialect, accountId, 'user.created', eventData(row), now);
     });
   } catch (err) {
     if (isUniqueViolation(err)) {
@@ -123,7 +123,14 @@ export async function changeRole(ctx: AppContext, accountId: string, userId: str
     const now = isoNow(ctx.clock);
     await updateUser(trx, accountId, userId, { role, updated_at: now });
     const next = { ...user, role, updated_at: now };
-    await recordEvent(trx, accountId, 'user.updated', { ...eventData(next), changed: ['role'] }, now);
+    await recordEvent(
+      trx,
+      ctx.database.dialect,
+      accountId,
+      'user.updated',
+      { ...eventData(next), changed: ['role'] },
+      now,
+    );
     return toUser(next);
   });
 }
@@ -137,7 +144,14 @@ export async function removeMember(ctx: AppContext, accountId: string, userId: s
     if (!user) throw notFound('user', userId);
     await guardLastAdmin(trx, user, 'remove');
     await deleteUser(trx, accountId, userId);
-    await recordEvent(trx, accountId, 'user.deleted', eventData(user), isoNow(ctx.clock));
+    await recordEvent(
+      trx,
+      ctx.database.dialect,
+      accountId,
+      'user.deleted',
+      eventData(user),
+      isoNow(ctx.clock),
+    );
   });
 }
 
