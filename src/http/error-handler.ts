@@ -78,8 +78,8 @@ export function installErrorHandling(app: FastifyInstance) {
   // Closing a socket with unread data sends a reset, which can destroy the 413 in the client's
   // buffer before it is read: close lingering instead (as nginx does), sending our FIN, reading and
   // dropping what still arrives, and destroying the socket once the client ends or LINGER_MS passed.
-  app.addHook('onSend', async (request, reply) => {
-    if (reply.statusCode !== 413 || request.raw.complete) return;
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (reply.statusCode !== 413 || request.raw.complete) return done(null, payload);
     const socket = request.raw.socket as Socket;
     socket.destroySoon = () => {
       socket.end();
@@ -89,6 +89,7 @@ export function installErrorHandling(app: FastifyInstance) {
       socket.once('end', () => socket.destroy());
       socket.once('close', () => clearTimeout(timer));
     };
+    done(null, payload);
   });
 
   app.setErrorHandler((err: FastifyError, request, reply) => {

@@ -27,9 +27,11 @@ export const SECURITY_HEADERS = {
 
 /** Headers every response carries (HSTS, no sniffing, no caching of API answers). */
 export function installSecurityHeaders(app: FastifyInstance) {
-  app.addHook('onSend', async (request, reply) => {
+  // A callback hook: no promise per response for work that never waits.
+  app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id);
     reply.headers(SECURITY_HEADERS);
     if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
+    done(null, payload);
   });
 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { secretBoxFor } from '../lib/secrets.ts';
 import { AppError } from './errors.ts';
 import {
@@ -36,9 +36,25 @@ export function installIdempotency(app: FastifyInstance) {
   const db = database.db;
   const box = secretBoxFor(config);
 
-  app.addHook('preHandler', async (request, reply) => {
+  // Callback hooks that hand over to the async work only for requests with an Idempotency-Key:
+  // no promise per request otherwise.
+  app.addHook('preHandler', (request, reply, done) => {
+    if (request.method !== 'POST' || request.headers['idempotency-key'] === undefined || !request.auth) {
+      return done();
+    }
+    // A replay is sent from inside `claim`; the hook chain then ends without done().
+    claim(request, reply).then((replied) => {
+      if (!replied) done();
+    }, done);
+  });
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (!request.idempotencyKey) return done(null, payload);
+    complete(request, reply, payload).then((p) => done(null, p), done);
+  });
+
+  /** Claims the key for this request, or replays or refuses; true when a replay was sent. */
+  async function claim(request: FastifyRequest, reply: FastifyReply): Promise<boolean> {
     const header = request.headers['idempotency-key'];
-    if (request.method !== 'POST' || header === undefined || !request.auth) return;
     const key = Array.isArray(header) ? header[0] : header;
     if (!key || !KEY_RE.test(key)) {
       throw new AppError('invalid_request', 'Idempotency-Key must be 1 to 255 visible ASCII characters.', {
@@ -61,7 +77,7 @@ export function installIdempotency(app: FastifyInstance) {
       });
       if (claimed) {
         request.idempotencyKey = key;
-        return;
+        return false;
       }
       const row = await findIdempotencyKey(db, accountId, key);
       if (!row) continue;
@@ -79,7 +95,8 @@ export function installIdempotency(app: FastifyInstance) {
         const stored = JSON.parse(box.open(row.sealed_response)) as { body: string; type?: string };
         reply.code(row.response_status).header('idempotent-replayed', 'true');
         if (stored.type) reply.type(stored.type);
-        return reply.send(stored.body === '' ? null : stored.body);
+        reply.send(stored.body === '' ? null : stored.body);
+        return true;
       }
       if (Date.now() > deadline) {
         throw new AppError(
@@ -89,9 +106,9 @@ export function installIdempotency(app: FastifyInstance) {
       }
       await sleep(25);
     }
-  });
+  }
 
-  app.addHook('onSend', async (request, reply, payload) => {
+  async function complete(request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
     const key = request.idempotencyKey;
     if (!key) return payload;
     request.idempotencyKey = undefined;
@@ -106,5 +123,5 @@ export function installIdempotency(app: FastifyInstance) {
     );
     await completeIdempotencyKey(db, accountId, key, reply.statusCode, sealed);
     return payload;
-  });
+  }
 }

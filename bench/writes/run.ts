@@ -1,0 +1,180 @@
+/**
+ * The data write path in process, group commit against one transaction per write: `createData`
+ * (insert, search index, outbox event; 1 KB bodies from the HTTP harness's corpus) driven by 1, 10
+ * and 64 concurrent callers. Both modes run in the same process on the same database, alternating
+ * per round, so the comparison is a same-run baseline; no HTTP (bench/http measures that).
+ * Figures: objects/s (wall clock) and CPU ms of this process per object (on PostgreSQL the
+ * server's own CPU is not in it). PostgreSQL has no group commit (each write has its own
+ * connection), so only its plain rows are measured, as a reference.
+ *
+ *   npm run bench -- writes [--db sqlite|postgres|both] [--objects 2000] [--rounds 3] [--smoke]
+ *     [--pg-url ADMIN_URL] [--no-write]
+ */
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { loadConfig } from '../../src/config.ts';
+import type { AppContext } from '../../src/context.ts';
+import { createAccount } from '../../src/modules/accounts/service.ts';
+import type { CreateDataInput } from '../../src/modules/data/schemas.ts';
+import { createData } from '../../src/modules/data/service.ts';
+import { benchContext } from '../context.ts';
+import { describeMachine } from '../http/machine.ts';
+import { writeBenchSection } from '../report.ts';
+import { objectGenerator } from '../seed/words.ts';
+
+const { values } = parseArgs({
+  options: {
+    db: { type: 'string' },
+    objects: { type: 'string' },
+    rounds: { type: 'string' },
+    smoke: { type: 'boolean', default: false },
+    'pg-url': { type: 'string' },
+    'no-write': { type: 'boolean', default: false },
+  },
+  // `npm run bench -- --flag` passes the same flags to every scenario.
+  strict: false,
+});
+const smoke = values.smoke === true;
+const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
+const objects = Number(str(values.objects) ?? (smoke ? 200 : 2000));
+const rounds = Number(str(values.rounds) ?? (smoke ? 1 : 3));
+const pgUrl = str(values['pg-url']) ?? process.env.ADS_TEST_POSTGRES_URL;
+const dbs =
+  (str(values.db) ?? (pgUrl ? 'both' : 'sqlite')) === 'both' ? ['sqlite', 'postgres'] : [str(values.db)!];
+const write = !smoke && values['no-write'] !== true;
+const CONCURRENCY = [1, 10, 64];
+
+type Mode = 'per write' | 'group commit';
+interface Leg {
+  db: string;
+  mode: Mode;
+  concurrency: number;
+  perSecond: number[];
+  cpuMs: number[];
+}
+
+async function openTarget(db: string) {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ads-bench-writes-'));
+  if (db === 'sqlite') return { dataDir, env: {}, drop: async () => fs.rmSync(dataDir, { recursive: true }) };
+  if (!pgUrl) throw new Error('--db postgres needs --pg-url or ADS_TEST_POSTGRES_URL');
+  const name = `ads_bench_writes_${randomBytes(4).toString('hex')}`;
+  const admin = async (text: string) => {
+    const c = new pg.Client({ connectionString: pgUrl });
+    await c.connect();
+    try {
+      await c.query(text);
+    } finally {
+      await c.end();
+    }
+  };
+  await admin(`CREATE DATABASE ${name}`);
+  const url = new URL(pgUrl);
+  url.pathname = `/${name}`;
+  return {
+    dataDir,
+    env: { ADS_DATABASE_URL: url.toString() },
+    drop: async () => {
+      await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      fs.rmSync(dataDir, { recursive: true });
+    },
+  };
+}
+
+/** `n` creates by `concurrency` callers; objects/s and CPU ms per object. */
+async function leg(
+  ctx: AppContext,
+  accountId: string,
+  bodies: CreateDataInput[],
+  n: number,
+  concurrency: number,
+) {
+  let next = 0;
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < n) await createData(ctx, accountId, bodies[next++ % bodies.length]!);
+    }),
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  return { perSecond: n / seconds, cpuMs: (cpu.user + cpu.system) / 1000 / n };
+}
+
+async function measure(db: string): Promise<Leg[]> {
+  const target = await openTarget(db);
+  const config = loadConfig({ ADS_DATA_DIR: target.dataDir, ADS_LOG_LEVEL: 'silent', ...target.env });
+  const ctx = await benchContext(config);
+  const grouped = ctx.database;
+  // One transaction per write: what `write` was before group commit.
+  const plain: typeof grouped = { ...grouped, write: (fn) => grouped.db.transaction().execute(fn) };
+  const modes: Mode[] = db === 'sqlite' ? ['per write', 'group commit'] : ['per write'];
+  const legs: Leg[] = modes.flatMap((mode) =>
+    CONCURRENCY.map((concurrency) => ({ db, mode, concurrency, perSecond: [], cpuMs: [] })),
+  );
+  try {
+    const account = await createAccount(grouped, {
+      name: 'Writes',
+      adminEmail: 'w@x.test',
+      plan: 'enterprise',
+    });
+    const gen = objectGenerator(7, 1024, 1024);
+    const bodies = Array.from({ length: 256 }, () => gen() as CreateDataInput);
+    // Warm-up: statements prepared, code optimised.
+    await leg({ ...ctx, database: grouped }, account.account.id, bodies, Math.min(300, objects), 10);
+    for (let round = 0; round < rounds; round++) {
+      const order = round % 2 === 0 ? modes : [...modes].reverse();
+      for (const concurrency of CONCURRENCY) {
+        for (const mode of order) {
+          const database = mode === 'group commit' ? grouped : plain;
+          const r = await leg({ ...ctx, database }, account.account.id, bodies, objects, concurrency);
+          const l = legs.find((x) => x.mode === mode && x.concurrency === concurrency)!;
+          l.perSecond.push(r.perSecond);
+          l.cpuMs.push(r.cpuMs);
+          console.warn(
+            `${db} ${mode.padEnd(12)} ${String(concurrency).padStart(2)} callers: ${r.perSecond.toFixed(0)} objects/s, ${r.cpuMs.toFixed(3)} CPU ms/object`,
+          );
+        }
+      }
+    }
+  } finally {
+    await grouped.close();
+    await target.drop();
+  }
+  return legs;
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+};
+
+const all: Leg[] = [];
+for (const db of dbs) all.push(...(await measure(db)));
+
+const rows = all.map((l) => {
+  const base = all.find((b) => b.db === l.db && b.mode === 'per write' && b.concurrency === l.concurrency)!;
+  const ratio = median(l.perSecond) / median(base.perSecond);
+  return `| ${l.db} | ${l.mode} | ${l.concurrency} | ${Math.round(median(l.perSecond)).toLocaleString('en')} | ${median(l.cpuMs).toFixed(2)} | ${l.mode === 'per write' ? '–' : `${ratio.toFixed(1)}×`} |`;
+});
+const body = [
+  'Produced by `npm run bench -- writes` (`bench/writes/run.ts`). `createData` in process (the object',
+  'insert, its search-index entry and its outbox event, in one transaction; 1 KB bodies from the HTTP',
+  "harness's corpus), no HTTP. *Per write*: one transaction and COMMIT per create, as before group",
+  'commit; *group commit*: what `POST /data` now does on SQLite (`src/db/group-commit.ts`). The two',
+  `alternate in each of ${rounds} rounds on one database (${objects.toLocaleString('en')} creates per leg, so the`,
+  'database grows through the run); medians over rounds. CPU is this process only (on PostgreSQL the',
+  "server's CPU is not in it). SQLite WAL with `synchronous=FULL` throughout.",
+  '',
+  `Machine: ${(await describeMachine(dbs.includes('postgres') ? pgUrl : undefined)).replace('load generator, server and database share', 'callers and database share')}`,
+  '',
+  '| db | mode | concurrent callers | objects/s | CPU ms per object | vs per write |',
+  '|---|---|--:|--:|--:|--:|',
+  ...rows,
+].join('\n');
+console.log(`\n${body}`);
+if (write) writeBenchSection('Writes', body);
