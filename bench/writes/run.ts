@@ -176,5 +176,5 @@ const body = [
   '|---|---|--:|--:|--:|--:|',
   ...rows,
 ].join('\n');
-console.log(`\n${body}`);
+console.warn(`\n${body}`);
 if (write) writeBenchSection('Writes', body);
