@@ -14,6 +14,8 @@ export interface HttpOptions {
   smoke: boolean;
   write: boolean;
   startups: number;
+  /** Baseline and server legs per row, alternating; the row reports their medians. */
+  rounds: number;
   seedIndex: boolean;
   redisUrl: string | undefined;
   cpuProfDir: string | undefined;
@@ -35,6 +37,7 @@ export function parseHttpOptions(argv: string[]): HttpOptions {
       smoke: { type: 'boolean', default: false },
       'no-write': { type: 'boolean', default: false },
       startups: { type: 'string' },
+      rounds: { type: 'string' },
       'seed-index': { type: 'boolean', default: false },
       'redis-url': { type: 'string' },
       'cpu-prof': { type: 'string' },
@@ -66,6 +69,7 @@ export function parseHttpOptions(argv: string[]): HttpOptions {
     // A smoke run or a partial run must not replace the published figures.
     write: !smoke && !scenarioList && values['no-write'] !== true,
     startups: Math.max(1, Math.floor(num(values.startups, smoke ? 1 : 3, 'startups'))),
+    rounds: Math.max(1, Math.floor(num(values.rounds, 1, 'rounds'))),
     seedIndex: values['seed-index'] === true,
     redisUrl: str(values['redis-url']),
     cpuProfDir: str(values['cpu-prof']),

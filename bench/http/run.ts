@@ -7,7 +7,7 @@
  * docs/benchmarks.md (not in smoke or partial runs).
  *
  *   npm run bench -- http [--db sqlite|postgres|both] [--objects 100000] [--seconds 5] [--warmup 1]
- *     [--connections 10] [--scenarios get-item,create,...] [--startups 3] [--seed-index]
+ *     [--connections 10] [--scenarios get-item,create,...] [--startups 3] [--rounds 1] [--seed-index]
  *     [--pg-url ADMIN_URL] [--redis-url URL] [--cpu-prof DIR] [--log-level info] [--no-write] [--smoke]
  *
  * `--db` defaults to SQLite, plus PostgreSQL when ADS_TEST_POSTGRES_URL or --pg-url is set.
@@ -94,7 +94,7 @@ async function runDatabase(dialect: BenchTarget['dialect'], rows: ResultRow[], d
     const rlScenarios = opts.scenarios.filter((s) => s.rateLimited).length;
     const pool = Math.max(
       8,
-      Math.ceil((ASSUMED_MAX_RPS * (opts.seconds + opts.warmupSeconds)) / PRO_PER_MINUTE_SAFE),
+      Math.ceil((ASSUMED_MAX_RPS * (opts.seconds + opts.warmupSeconds) * opts.rounds) / PRO_PER_MINUTE_SAFE),
     );
     const fixtures = await prepareFixtures(target, seeded, {
       keyCount: Math.max(pool, pool * rlScenarios),
@@ -132,6 +132,27 @@ async function runDatabase(dialect: BenchTarget['dialect'], rows: ResultRow[], d
       path.join(target.dataDir, 'baseline-spec.json'),
     );
     const baselines = new Map<string, LoadResult>();
+    if (opts.warmupSeconds > 0) {
+      // The server's code is still cold after start-up: one unmeasured read pass (3× the per-row
+      // warm-up) so the first scenario is not measured against a cold JIT while later ones are not.
+      await runLoad(
+        {
+          url: server!.url,
+          caFile: fixtures.certFile,
+          label: 'server warm-up',
+          cycle: ['get-item', 'list-date', 'list-title'],
+          seconds: opts.warmupSeconds * 3,
+          warmupSeconds: 0,
+          connections: opts.connections,
+          keys: fixtures.keys,
+          readIdsFile: fixtures.readIdsFile,
+          deleteIdsFile: fixtures.deleteIdsFile,
+          seed: 5,
+        },
+        path.join(target.dataDir, 'job-warm-up.json'),
+        server!.pid,
+      );
+    }
     let plan: 'pro' | 'enterprise' = 'enterprise';
     let rlIndex = 0;
     for (const scenario of opts.scenarios) {
@@ -159,12 +180,19 @@ async function runDatabase(dialect: BenchTarget['dialect'], rows: ResultRow[], d
       const jobFile = path.join(target.dataDir, `job-${scenario.name}.json`);
       const cycleKey = scenario.cycle.join(',');
       // The rate-limited reads send what the plain reads sent: their baseline is the same run's.
-      let base = baselines.get(cycleKey);
-      if (!base) {
-        base = await runLoad(job(baseline.url), jobFile, baseline.pid);
-        baselines.set(cycleKey, base);
+      // With --rounds, baseline and server legs alternate and the row takes their medians (a
+      // DELETE row runs once: its id list is used up by the first leg).
+      const rounds = scenario.cycle.includes('delete') ? 1 : opts.rounds;
+      const cached = baselines.get(cycleKey);
+      const baseLegs: LoadResult[] = [];
+      const serverLegs: Array<LoadResult & { peakRss: number | undefined }> = [];
+      for (let r = 0; r < rounds; r++) {
+        if (!cached) baseLegs.push(await runLoad(job(baseline.url), jobFile, baseline.pid));
+        serverLegs.push(await runLoad(job(server!.url), jobFile, server!.pid));
       }
-      const measured = await runLoad(job(server!.url), jobFile, server!.pid);
+      const base = cached ?? medianLoad(baseLegs);
+      baselines.set(cycleKey, base);
+      const measured = medianLoad(serverLegs);
       rows.push({
         scenario: scenario.name,
         label: scenario.label,
@@ -179,6 +207,30 @@ async function runDatabase(dialect: BenchTarget['dialect'], rows: ResultRow[], d
     cleanups.delete(cleanup);
     await cleanup();
   }
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/** Legs of one row: medians of rate and latency, errors and requests summed, the highest peak RSS. */
+function medianLoad<T extends LoadResult & { peakRss?: number | undefined }>(legs: T[]): T {
+  if (legs.length === 1) return legs[0]!;
+  const statusCounts: Record<string, number> = {};
+  for (const l of legs)
+    for (const [k, v] of Object.entries(l.statusCounts)) statusCounts[k] = (statusCounts[k] ?? 0) + v;
+  const rss = legs.map((l) => l.peakRss).filter((x): x is number => x !== undefined);
+  return {
+    ...legs[0]!,
+    requests: legs.reduce((a, l) => a + l.requests, 0),
+    seconds: legs.reduce((a, l) => a + l.seconds, 0),
+    rps: median(legs.map((l) => l.rps)),
+    p50: median(legs.map((l) => l.p50)),
+    p95: median(legs.map((l) => l.p95)),
+    p99: median(legs.map((l) => l.p99)),
+    non2xx: legs.reduce((a, l) => a + l.non2xx, 0),
+    socketErrors: legs.reduce((a, l) => a + l.socketErrors, 0),
+    statusCounts,
+    peakRss: rss.length > 0 ? Math.max(...rss) : undefined,
+  };
 }
 
 function describeRow(db: string, s: Scenario, m: LoadResult & { peakRss?: number }, b: LoadResult) {
@@ -209,7 +261,8 @@ const INTRO = [
   "with its own baseline rather than across runs. Targets are the issue's, for the SQLite build.",
   'The server starts from the start-up bundle (bin/bundle.mjs, built at the start of the run as',
   '`npm install` builds it); start-up to ready runs from spawning `node bin/ads.js serve` to its',
-  '`listening` log line.',
+  '`listening` log line. Before the first row the server gets one unmeasured read pass of three times',
+  "the per-row warm-up, so the first scenario does not meet a cold JIT that later ones don't.",
 ].join('\n');
 
 function block(options: HttpOptions, rows: ResultRow[], dbs: DbSummary[], machine: string): string {
@@ -218,8 +271,12 @@ function block(options: HttpOptions, rows: ResultRow[], dbs: DbSummary[], machin
     `Machine: ${machine}`,
     '',
     `${options.scenarios.length} scenarios × ${options.dbs.join(' and ')}; each row ${options.seconds} s after ` +
-      `${options.warmupSeconds} s of warm-up, ${options.connections} connections. Command: ` +
-      `\`npm run bench -- http --db ${dbFlag} --objects ${options.objects}\`.`,
+      `${options.warmupSeconds} s of warm-up, ${options.connections} connections` +
+      (options.rounds > 1
+        ? `, median of ${options.rounds} alternating baseline and server legs (DELETE: one leg)`
+        : '') +
+      `. Command: \`npm run bench -- http --db ${dbFlag} --objects ${options.objects}` +
+      `${options.rounds > 1 ? ` --rounds ${options.rounds}` : ''}\`.`,
     '',
     resultsTable(rows),
     '',

@@ -20,8 +20,8 @@ const NAMES = { sqlite: 'SQLite', postgres: 'PostgreSQL' } as const;
 const INTRO = `Produced by \`node --import tsx bench/search/run.ts [--objects N] [--db sqlite|postgres]\`.
 One account holds N objects of pseudo-English (Zipf-distributed words from a fixed-seed generator,
 30 to 1,500 words each, median about 250, tags and \`author\`/\`status\` metadata); 9 other accounts
-hold N/10 each unless the subsection says otherwise. \`GET /v1/search\` is driven in process with \`app.inject()\` (routing, validation,
-API-key auth, wildcard expansion, the ranked and counted query, the page's rows and excerpts; no
+hold N/10 each unless the subsection says otherwise. \`GET /v1/search\` is driven in process with
+\`app.inject()\` (routing, validation, API-key auth, wildcard expansion, the ranked and counted query, the page's rows and excerpts; no
 socket or TLS). "Raw" is the index work alone in the same run: wildcard expansion plus the ranked,
 counted query with the page's rows (\`searchIndex\`: no auth, excerpts or serialisation).
 Latencies in milliseconds, sequential requests, \`limit=20\`, \`sort=relevance\`. Queries pick
@@ -39,7 +39,7 @@ function subsection(s: SearchBenchSummary): string {
     '',
     `${s.objects.toLocaleString('en')} objects in the searched account, ${s.totalObjects.toLocaleString('en')} in all; ` +
       `seeded and indexed in ${s.seedSeconds.toFixed(0)} s (${Math.round(s.totalObjects / s.seedSeconds)} objects/s, ` +
-      `500 per transaction); search tables ${mb} MiB; ${s.iterations} requests per shape; ${new Date().toISOString().slice(0, 10)}.`,
+      `${s.dialect === 'sqlite' ? 'group commit, up to 64 per transaction' : '500 per transaction'}); search tables ${mb} MiB; ${s.iterations} requests per shape; ${new Date().toISOString().slice(0, 10)}.`,
     '',
     '| Query shape | Example | Avg hits | HTTP p50 | HTTP p95 | HTTP p99 | Raw p50 | Raw p95 | Raw p99 | HTTP/raw (p50) |',
     '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|',
