@@ -10,12 +10,7 @@
  *   npm run bench -- writes [--db sqlite|postgres|both] [--objects 2000] [--rounds 3] [--smoke]
  *     [--pg-url ADMIN_URL] [--no-write]
  */
-import { randomBytes } from 'node:crypto';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
 import { loadConfig } from '../../src/config.ts';
 import type { AppContext } from '../../src/context.ts';
 import { createAccount } from '../../src/modules/accounts/service.ts';
@@ -24,6 +19,7 @@ import { createData } from '../../src/modules/data/service.ts';
 import { benchContext } from '../context.ts';
 import { describeMachine } from '../http/machine.ts';
 import { writeBenchSection } from '../report.ts';
+import { type BenchDialect, createTarget } from '../seed/target.ts';
 import { objectGenerator } from '../seed/words.ts';
 
 const { values } = parseArgs({
@@ -57,33 +53,6 @@ interface Leg {
   cpuMs: number[];
 }
 
-async function openTarget(db: string) {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ads-bench-writes-'));
-  if (db === 'sqlite') return { dataDir, env: {}, drop: async () => fs.rmSync(dataDir, { recursive: true }) };
-  if (!pgUrl) throw new Error('--db postgres needs --pg-url or ADS_TEST_POSTGRES_URL');
-  const name = `ads_bench_writes_${randomBytes(4).toString('hex')}`;
-  const admin = async (text: string) => {
-    const c = new pg.Client({ connectionString: pgUrl });
-    await c.connect();
-    try {
-      await c.query(text);
-    } finally {
-      await c.end();
-    }
-  };
-  await admin(`CREATE DATABASE ${name}`);
-  const url = new URL(pgUrl);
-  url.pathname = `/${name}`;
-  return {
-    dataDir,
-    env: { ADS_DATABASE_URL: url.toString() },
-    drop: async () => {
-      await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      fs.rmSync(dataDir, { recursive: true });
-    },
-  };
-}
-
 /** `n` creates by `concurrency` callers; objects/s and CPU ms per object. */
 async function leg(
   ctx: AppContext,
@@ -106,8 +75,13 @@ async function leg(
 }
 
 async function measure(db: string): Promise<Leg[]> {
-  const target = await openTarget(db);
-  const config = loadConfig({ ADS_DATA_DIR: target.dataDir, ADS_LOG_LEVEL: 'silent', ...target.env });
+  if (db === 'postgres' && !pgUrl) throw new Error('--db postgres needs --pg-url or ADS_TEST_POSTGRES_URL');
+  const target = await createTarget(db as BenchDialect, pgUrl);
+  const config = loadConfig({
+    ADS_DATA_DIR: target.dataDir,
+    ADS_DATABASE_URL: target.databaseUrl,
+    ADS_LOG_LEVEL: 'silent',
+  });
   const ctx = await benchContext(config);
   const grouped = ctx.database;
   // One transaction per write: what `write` was before group commit.
