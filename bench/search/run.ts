@@ -35,6 +35,7 @@ import { parseQuery } from '../../src/search/parser.ts';
 import { buildPlan, vocabularyPatterns } from '../../src/search/plan.ts';
 import { expandWildcards, indexDataObject, searchIndex } from '../../src/search/search-index.ts';
 import { benchContext } from '../context.ts';
+import { toDataRow } from '../seed/seed.ts';
 import { objectGenerator, vocabulary } from './corpus.ts';
 import { pickQueries, type Shape } from './queries.ts';
 import { writeSearchResults } from './report.ts';
@@ -136,18 +137,7 @@ async function seed(
   const next = objectGenerator(words, seedNo);
   const row = () => {
     const o = next();
-    const r = {
-      account_id: accountId,
-      id: newId('data'),
-      title: o.title,
-      title_sort: o.title.toLowerCase(),
-      type: o.type,
-      content: o.content,
-      tags: JSON.stringify(o.tags),
-      metadata: JSON.stringify(o.metadata),
-      created_at: o.created_at,
-      updated_at: null,
-    };
+    const r = toDataRow(accountId, newId('data'), o, o.created_at);
     if (df) for (const w of distinctWords(buildIndexDocument(r))) df.set(w, (df.get(w) ?? 0) + 1);
     return r;
   };

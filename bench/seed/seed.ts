@@ -11,6 +11,27 @@ import type { DataRow } from '../../src/modules/data/repo.ts';
 import { indexDataObject } from '../../src/search/search-index.ts';
 import { objectGenerator } from './words.ts';
 
+/** A generated object as a `data_objects` row (both bench generators yield this shape). */
+export function toDataRow(
+  accountId: string,
+  id: string,
+  o: { title: string; type: string; content: string; tags: string[]; metadata: Record<string, string> },
+  createdAt: string,
+): DataRow {
+  return {
+    account_id: accountId,
+    id,
+    title: o.title,
+    title_sort: o.title.toLowerCase(),
+    type: o.type,
+    content: o.content,
+    tags: JSON.stringify(o.tags),
+    metadata: JSON.stringify(o.metadata),
+    created_at: createdAt,
+    updated_at: null,
+  };
+}
+
 export interface SeedOptions {
   /** ADS_DATABASE_URL value: a `postgres://` URL or a SQLite file path. */
   databaseUrl: string;
@@ -62,18 +83,7 @@ export async function seedDatabase(opts: SeedOptions): Promise<SeedResult> {
         const o = next();
         // Oldest first, so ids (ULIDs) and creation times rise together as they would in real use.
         const at = Math.round(end - span + (done + i) * step);
-        rows.push({
-          account_id: accountId,
-          id: `dat_${ulid(at)}`,
-          title: o.title,
-          title_sort: o.title.toLowerCase(),
-          type: o.type,
-          content: o.content,
-          tags: JSON.stringify(o.tags),
-          metadata: JSON.stringify(o.metadata),
-          created_at: new Date(at).toISOString(),
-          updated_at: null,
-        });
+        rows.push(toDataRow(accountId, `dat_${ulid(at)}`, o, new Date(at).toISOString()));
       }
       await database.db.transaction().execute(async (trx) => {
         await trx.insertInto('data_objects').values(rows).execute();
