@@ -25,6 +25,7 @@ import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import type { AppContext } from '../../src/context.ts';
 import type { Database } from '../../src/db/database.ts';
+import { asBatch } from '../../src/db/group-commit.ts';
 import type { Db } from '../../src/db/types.ts';
 import { newId } from '../../src/lib/ids.ts';
 import { createAccount } from '../../src/modules/accounts/service.ts';
@@ -124,7 +125,8 @@ async function openBenchDatabase(kept: KeptState | undefined) {
 
 /**
  * Inserts and indexes `count` generated objects, BATCH at a time (seeding, not the API path): on
- * SQLite through group commit, as concurrent API writes are; on PostgreSQL one transaction per BATCH.
+ * SQLite through group commit, as concurrent API writes are; on PostgreSQL one transaction (and one
+ * vocabulary upsert) per BATCH.
  */
 async function seed(
   database: Database,
@@ -150,9 +152,12 @@ async function seed(
     if (database.dialect === 'sqlite') {
       await Promise.all(rows.map((r) => database.write((trx) => put(trx, r))));
     } else {
-      await database.db.transaction().execute(async (trx) => {
-        for (const r of rows) await put(trx, r);
-      });
+      // One batch (as a group commit is): the vocabulary changes are summed and applied once.
+      await database.db.transaction().execute((trx) =>
+        asBatch(trx, async () => {
+          for (const r of rows) await put(trx, r);
+        }),
+      );
     }
     done += rows.length;
     if (count >= 100_000 && done % 50_000 === 0) console.warn(`  ${done} / ${count}`);

@@ -5,6 +5,7 @@
  */
 import { loadConfig } from '../../src/config.ts';
 import { migrate, openDatabase } from '../../src/db/database.ts';
+import { asBatch } from '../../src/db/group-commit.ts';
 import { ulid } from '../../src/lib/ids.ts';
 import { createAccount } from '../../src/modules/accounts/service.ts';
 import type { DataRow } from '../../src/modules/data/repo.ts';
@@ -88,7 +89,10 @@ export async function seedDatabase(opts: SeedOptions): Promise<SeedResult> {
       await database.db.transaction().execute(async (trx) => {
         await trx.insertInto('data_objects').values(rows).execute();
         if (!opts.index) return;
-        for (const row of rows) await indexDataObject(trx, database.dialect, row);
+        // One batch: the rows' vocabulary changes are summed and applied once.
+        await asBatch(trx, async () => {
+          for (const row of rows) await indexDataObject(trx, database.dialect, row);
+        });
       });
       done += rows.length;
       opts.onProgress?.(done);

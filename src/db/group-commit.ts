@@ -34,6 +34,23 @@ export async function beforeCommit(trx: Db, key: string, flush: Flush): Promise<
 export const inBatch = (trx: Db): boolean => batchFlushes.has(trx);
 
 /**
+ * Runs `fn` as one batch on the open transaction `trx`: work deferred with `beforeCommit` runs once,
+ * after `fn`. Group commit runs each batch through this; bulk loads that write many objects in one
+ * transaction use it directly (bench seeding).
+ */
+export async function asBatch<T>(trx: Db, fn: () => Promise<T>): Promise<T> {
+  const flushes = new Map<string, Flush>();
+  batchFlushes.set(trx, flushes);
+  try {
+    const out = await fn();
+    for (const flush of flushes.values()) await flush(trx);
+    return out;
+  } finally {
+    batchFlushes.delete(trx);
+  }
+}
+
+/**
  * Returns `write(fn)`: runs `fn` in a transaction shared with the other writes queued in the same
  * event-loop turn. `fn` must only use the database: it runs while the batch holds the connection.
  * If any write of a batch throws (or the COMMIT fails), the batch is rolled back as a whole and each
@@ -57,15 +74,13 @@ export function groupCommit(db: Kysely<DB>): <T>(fn: (trx: Db) => Promise<T>) =>
     if (jobs.length === 1) return runAlone(jobs[0]!);
     let results: unknown[];
     try {
-      results = await db.transaction().execute(async (trx) => {
-        const flushes = new Map<string, Flush>();
-        batchFlushes.set(trx, flushes);
-        const out: unknown[] = [];
-        for (const job of jobs) out.push(await job.fn(trx));
-        for (const flush of flushes.values()) await flush(trx);
-        batchFlushes.delete(trx);
-        return out;
-      });
+      results = await db.transaction().execute((trx) =>
+        asBatch(trx, async () => {
+          const out: unknown[] = [];
+          for (const job of jobs) out.push(await job.fn(trx));
+          return out;
+        }),
+      );
     } catch {
       for (const job of jobs) await runAlone(job);
       return;

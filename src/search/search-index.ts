@@ -56,14 +56,16 @@ export const MAX_EXPANDED_PATTERNS = 8;
 
 const impl = (dialect: Dialect) => (dialect === 'postgres' ? postgres : sqlite);
 
-/** Per SQLite group-commit batch: account -> word -> the batch's summed vocabulary change so far. */
+/** Per group-commit batch: account -> word -> the batch's summed vocabulary change so far. */
 const batchVocabulary = new WeakMap<Db, Map<string, Map<string, number>>>();
 
 /**
- * Applies a document's vocabulary change. Inside a SQLite group-commit batch the batch's changes are
- * summed and applied once before its COMMIT: writes of one batch share most of their words, so this
- * upserts each word once per batch instead of once per write. (PostgreSQL applies at once: its
- * writers lock vocabulary rows in word order.)
+ * Applies a document's vocabulary change. Inside a batch (SQLite group commit, or a bulk load
+ * through `asBatch`) the batch's changes are summed and applied once before its COMMIT: writes of
+ * one batch share most of their words, so this upserts each word once per batch instead of once per
+ * write. On PostgreSQL this also keeps a long transaction from updating one vocabulary row hundreds
+ * of times, each update a new row version its successors must walk past. Both dialects upsert in
+ * word order, so concurrent writers lock shared words in the same order.
  */
 async function applyVocabulary(
   db: Db,
@@ -71,7 +73,8 @@ async function applyVocabulary(
   accountId: string,
   delta: VocabularyDelta,
 ): Promise<void> {
-  if (dialect !== 'sqlite' || !inBatch(db)) return impl(dialect).applyVocabulary(db, accountId, delta);
+  const { applyVocabulary: apply } = impl(dialect);
+  if (!inBatch(db)) return apply(db, accountId, delta);
   let accounts = batchVocabulary.get(db);
   if (!accounts) {
     accounts = new Map();
@@ -82,7 +85,7 @@ async function applyVocabulary(
     const words = new Map<string, number>();
     sum = words;
     accounts.set(accountId, words);
-    await beforeCommit(db, `vocabulary ${accountId}`, (trx) => sqlite.applyVocabulary(trx, accountId, words));
+    await beforeCommit(db, `vocabulary ${accountId}`, (trx) => apply(trx, accountId, words));
   }
   for (const [w, d] of delta) sum.set(w, (sum.get(w) ?? 0) + d);
 }

@@ -6,8 +6,11 @@ import { after, before, describe, it } from 'node:test';
 import BetterSqlite3 from 'better-sqlite3';
 import { sql } from 'kysely';
 import { type Database, migrate, openDatabase } from '../../src/db/database.ts';
-import { beforeCommit, groupCommit, inBatch, MAX_BATCH } from '../../src/db/group-commit.ts';
+import { asBatch, beforeCommit, groupCommit, inBatch, MAX_BATCH } from '../../src/db/group-commit.ts';
 import type { Db } from '../../src/db/types.ts';
+import { newId } from '../../src/lib/ids.ts';
+import { insertDataObject } from '../../src/modules/data/repo.ts';
+import { indexDataObject } from '../../src/search/search-index.ts';
 import { describeEachDatabase } from '../helpers/harness.ts';
 
 /** A scratch table on a migrated SQLite file, written through `groupCommit`. */
@@ -199,5 +202,48 @@ describeEachDatabase('group commit through the API', (h) => {
         ['zephyrine', 13],
       ],
     );
+  });
+});
+
+describeEachDatabase('a bulk load as one batch', (h) => {
+  it('sums the vocabulary changes of its objects and applies them once, at its end', async () => {
+    const acc = await h.account('enterprise');
+    const { database } = h;
+    const vocab = async (db: Db) => {
+      const { rows } = await sql<{ word: string; docs: number }>`
+        SELECT word, docs FROM search_vocab
+        WHERE account_id = ${acc.id} AND word IN ('bulkword', 'lonewordb', 'sharedbulk') ORDER BY word`.execute(db);
+      return rows.map((r) => [r.word, Number(r.docs)]);
+    };
+    let during: unknown[] = [];
+    await database.db.transaction().execute((trx) =>
+      asBatch(trx, async () => {
+        for (const [i, content] of ['bulkword sharedbulk', 'sharedbulk', 'sharedbulk lonewordb'].entries()) {
+          const row = {
+            account_id: acc.id,
+            id: newId('data'),
+            title: `Bulk ${i}`,
+            title_sort: `bulk ${i}`,
+            type: 'note',
+            content,
+            tags: '[]',
+            metadata: '{}',
+            created_at: new Date().toISOString(),
+            updated_at: null,
+          };
+          await insertDataObject(trx, database.dialect, row);
+          await indexDataObject(trx, database.dialect, row);
+        }
+        during = await vocab(trx);
+      }),
+    );
+    assert.deepEqual(during, [], 'nothing is upserted until the batch ends');
+    assert.deepEqual(await vocab(database.db), [
+      ['bulkword', 1],
+      ['lonewordb', 1],
+      ['sharedbulk', 3],
+    ]);
+    const infix = await h.request('GET', '/v1/search?q=*aredbul*', { key: acc.adminKey });
+    assert.equal(infix.body.data.total, 3);
   });
 });
