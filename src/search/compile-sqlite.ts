@@ -1,7 +1,7 @@
 // Plan -> one FTS5 MATCH expression, and the FTS5 row of a document. The FTS5 table gets text that
 // is already folded, split and stemmed (document.ts), so its `ascii` tokenizer only splits on spaces.
 import { cachedStemmer, type IndexDocument, TEXT_FIELDS, type TextField } from './document.ts';
-import { isPositivePlan, type Leaf, negatePlan, type Plan } from './plan.ts';
+import { isPositivePlan, type Leaf, negatePlan, type Plan, positiveLeaves } from './plan.ts';
 
 /**
  * Column order of `search_fts` (migration 0002). `<field>` columns hold stems (terms, phrases);
@@ -26,9 +26,6 @@ export const RANK_WEIGHTS = weights((c) => {
   if (field === 'content') return 1;
   return 0.5;
 });
-/** Weights under which bm25 is non-zero exactly when a matched term is in the title (or the tags). */
-export const TITLE_WEIGHTS = weights((c) => (BASE(c) === 'title' ? 1 : 0));
-export const TAGS_WEIGHTS = weights((c) => (BASE(c) === 'tags' ? 1 : 0));
 
 /**
  * FTS5 rowids cluster by account: `account seq * 2^32 + n`. A rowid range then confines every
@@ -77,6 +74,17 @@ function planSql(plan: Plan): string {
 /** The MATCH expression for a plan. */
 export function compileMatch(plan: Plan): string {
   return planSql(plan);
+}
+
+/**
+ * Any positive leaf of the plan restricted to `field` (wildcards to its exact-word column), as a
+ * MATCH expression; null when no leaf can match there. A match of the query is in the title (tag)
+ * tier exactly when it also matches this, as on PostgreSQL (compile-postgres.ts `fieldTsquery`).
+ */
+export function fieldMatch(plan: Plan, field: 'title' | 'tags'): string | null {
+  const leaves = positiveLeaves(plan).filter((l) => l.kind !== 'type' && l.fields.includes(field));
+  if (leaves.length === 0) return null;
+  return leaves.map((l) => leafSql(l.kind === 'type' ? l : { ...l, fields: [field] })).join(' OR ');
 }
 
 /** The FTS5 column values of a document, in FTS_COLUMNS order. */

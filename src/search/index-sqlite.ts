@@ -7,11 +7,10 @@ import {
   compileMatch,
   DOCS_PER_ACCOUNT,
   FTS_COLUMNS,
+  fieldMatch,
   ftsRow,
   MAX_ACCOUNT_SEQ,
   RANK_WEIGHTS,
-  TAGS_WEIGHTS,
-  TITLE_WEIGHTS,
 } from './compile-sqlite.ts';
 import {
   distinctWords,
@@ -133,10 +132,50 @@ export async function expandPattern(
  * Score in (0, 1]: title hits above tag hits above the rest, then bm25 (s = -b >= 0) squashed into
  * the tier as 0.5 + 0.5 * s / (s + 10), written with one reference to `b` so bm25 runs once per row.
  */
-const SCORE = sql.raw(
-  `(CASE WHEN r.bt < 0 THEN 4 ELSE 0 END + CASE WHEN r.bg < 0 THEN 2 ELSE 0 END
-    + 1.0 - 5.0 / (10.0 - r.b)) / 7.0`,
-);
+const SCORE = sql.raw(`(4 * r.t + 2 * r.g + 1.0 - 5.0 / (10.0 - r.b)) / 7.0`);
+
+/** What one search reads in FTS5: the query's matches within the account, and the tiers' sets. */
+interface FtsQuery {
+  /** `search_fts MATCH … AND rowid BETWEEN …`: the query's matches in the account. */
+  match: RawBuilder<unknown>;
+  /** 1 for a match in the title (tags) tier, else 0 (compile-sqlite.ts `fieldMatch`). */
+  title: RawBuilder<unknown>;
+  tags: RawBuilder<unknown>;
+}
+
+function ftsQuery(q: SearchQuery, range: [number, number]): FtsQuery {
+  const within = (expr: string) =>
+    sql`search_fts MATCH ${expr} AND search_fts.rowid BETWEEN ${range[0]} AND ${range[1]}`;
+  // `+rowid` keeps the membership test out of FTS5's plan: passed down, it would rerun the MATCH
+  // (and bm25's statistics) once per member. The set is built once per statement.
+  const tier = (expr: string | null) =>
+    expr === null ? sql`0` : sql`(+search_fts.rowid IN (SELECT rowid FROM search_fts WHERE ${within(expr)}))`;
+  return {
+    match: within(compileMatch(q.plan)),
+    title: tier(fieldMatch(q.plan, 'title')),
+    tags: tier(fieldMatch(q.plan, 'tags')),
+  };
+}
+
+/**
+ * `tag:` filter. The row's tags are JSON.stringify output, so a tag it holds appears in it as its
+ * own JSON text: `instr` rules out most rows before json_each (a table-valued function, costly
+ * to set up once per match) confirms the element.
+ */
+const tagFilter = (tag: string) => sql`(instr(s.tags, ${JSON.stringify(tag)}) > 0
+  AND EXISTS (SELECT 1 FROM json_each(s.tags) t WHERE t.value = ${tag}))`;
+
+/**
+ * `metadata.<key>:` filter (values are strings, decisions §5). A JSON path names the key in double
+ * quotes and compares it with the key's JSON text unescaped: a key that JSON escapes (`"`, `\`,
+ * control characters) goes through json_each instead.
+ */
+function metadataFilter(key: string, value: string): RawBuilder<unknown> {
+  if (JSON.stringify(key) !== `"${key}"`) {
+    return sql`EXISTS (SELECT 1 FROM json_each(s.metadata) m WHERE m.key = ${key} AND m.value = ${value})`;
+  }
+  return sql`s.metadata ->> ${`$."${key}"`} = ${value}`;
+}
 
 /** One page of hits (id and score) and the total, all within `q.accountId`. */
 export async function search(db: Db, q: SearchQuery): Promise<SearchPage> {
@@ -144,19 +183,13 @@ export async function search(db: Db, q: SearchQuery): Promise<SearchPage> {
   if (!range) return { hits: [], total: 0 };
   // The account's rowid range confines FTS5 to the account; `s.account_id` says it again in SQL
   // wherever object rows are read.
-  const fts = sql`search_fts MATCH ${compileMatch(q.plan)}
-    AND search_fts.rowid BETWEEN ${range[0]} AND ${range[1]}`;
+  const fts = ftsQuery(q, range);
   const conditions: RawBuilder<unknown>[] = [];
   for (const f of q.filters) {
     // Not in the MATCH: bm25 would count the type's whole posting list on every query.
     if (f.kind === 'type') conditions.push(sql`s.type = ${f.value}`);
-    else if (f.kind === 'tag') {
-      conditions.push(sql`EXISTS (SELECT 1 FROM json_each(s.tags) t WHERE t.value = ${f.value})`);
-    } else if (f.kind === 'metadata') {
-      conditions.push(
-        sql`EXISTS (SELECT 1 FROM json_each(s.metadata) m WHERE m.key = ${f.key} AND m.value = ${f.value})`,
-      );
-    }
+    else if (f.kind === 'tag') conditions.push(tagFilter(f.value));
+    else if (f.kind === 'metadata') conditions.push(metadataFilter(f.key, f.value));
   }
   if (q.from !== undefined) conditions.push(sql`s.created_at >= ${q.from}`);
   if (q.to !== undefined) conditions.push(sql`s.created_at <= ${q.to}`);
@@ -174,7 +207,7 @@ export async function search(db: Db, q: SearchQuery): Promise<SearchPage> {
   // itself the planner may scan by date and run the MATCH once per row.
   const { rows: page } = await sql<{ id: string; score: number }>`
     SELECT s.id AS id, ${SCORE} AS score
-    FROM (${ranked(fts)}) r
+    FROM (${ranked(fts, sql`true`)}) r
     CROSS JOIN search_documents s ON s.doc = r.doc
     WHERE ${where}
     ORDER BY ${order}
@@ -192,7 +225,7 @@ export async function search(db: Db, q: SearchQuery): Promise<SearchPage> {
     const count = await sql<{ n: number }>`
       SELECT count(*) AS n FROM search_fts
       CROSS JOIN search_documents s ON s.doc = search_fts.rowid
-      WHERE ${fts} AND ${where}`.execute(db);
+      WHERE ${fts.match} AND ${where}`.execute(db);
     return Number(count.rows[0]?.n ?? 0);
   });
 }
@@ -206,21 +239,32 @@ async function resultRows(db: Db, accountId: string, ids: string[]): Promise<Map
   return new Map(rows.map((r) => [r.id, r]));
 }
 
-const ranked = (fts: RawBuilder<unknown>) => sql`
-  SELECT search_fts.rowid AS doc,
-    bm25(search_fts, ${sql.raw(RANK_WEIGHTS)}) AS b,
-    bm25(search_fts, ${sql.raw(TITLE_WEIGHTS)}) AS bt,
-    bm25(search_fts, ${sql.raw(TAGS_WEIGHTS)}) AS bg
-  FROM search_fts WHERE ${fts}`;
+/**
+ * The matches that pass `only`, with bm25 and their tiers. SQLite computes the result columns only
+ * for rows that pass the WHERE, so bm25 (a lookup of the row's column sizes) runs only for those.
+ */
+const ranked = (fts: FtsQuery, only: RawBuilder<unknown>) => sql`
+  SELECT search_fts.rowid AS doc, bm25(search_fts, ${sql.raw(RANK_WEIGHTS)}) AS b,
+    ${fts.title} AS t, ${fts.tags} AS g
+  FROM search_fts WHERE ${fts.match} AND ${only}`;
 
 /**
- * Ranks in FTS5 alone, then looks up the page's ids by key. (`+account_id` still filters but keeps
- * the planner off the account index, which it would otherwise walk end to end.)
+ * Ranks in FTS5 alone, then looks up the page's ids by key. The tiers order first, so when the
+ * title and tag tiers hold the whole page (most queries with many matches), only their rows are
+ * ranked: one pass counts the matches and the tiers, a second ranks the few tier rows. bm25 is
+ * the same value either way (same MATCH, same phrases), so the page is too.
  */
-async function searchByRelevance(db: Db, q: SearchQuery, fts: RawBuilder<unknown>): Promise<SearchPage> {
+async function searchByRelevance(db: Db, q: SearchQuery, fts: FtsQuery): Promise<SearchPage> {
   const order = q.order === 'desc' ? sql`score DESC, r.doc ASC` : sql`score ASC, r.doc DESC`;
+  const { rows: counts } = await sql<{ n: number; top: number | null }>`
+    SELECT count(*) AS n, sum(${fts.title} OR ${fts.tags}) AS top
+    FROM search_fts WHERE ${fts.match}`.execute(db);
+  const total = Number(counts[0]?.n ?? 0);
+  if (total <= q.offset) return { hits: [], total };
+  const topOnly = q.order === 'desc' && Number(counts[0]?.top ?? 0) >= q.offset + q.limit;
   const { rows: page } = await sql<{ doc: number; score: number }>`
-    SELECT r.doc AS doc, ${SCORE} AS score FROM (${ranked(fts)}) r
+    SELECT r.doc AS doc, ${SCORE} AS score
+    FROM (${ranked(fts, topOnly ? sql`(${fts.title} OR ${fts.tags})` : sql`true`)}) r
     ORDER BY ${order} LIMIT ${q.limit} OFFSET ${q.offset}`.execute(db);
   const docs = page.map((r) => r.doc);
   // The page's ids and shown fields by key, in one statement.
@@ -240,10 +284,7 @@ async function searchByRelevance(db: Db, q: SearchQuery, fts: RawBuilder<unknown
     const row = { title: r.title, type: r.type, created_at: r.created_at, content: r.content };
     return [{ id: r.id, score: p.score, row }];
   });
-  return withTotal(q, hits, async () => {
-    const count = await sql<{ n: number }>`SELECT count(*) AS n FROM search_fts WHERE ${fts}`.execute(db);
-    return Number(count.rows[0]?.n ?? 0);
-  });
+  return { hits, total };
 }
 
 /** A short page tells the total; only a full or an empty later page needs counting (cheaper than a window). */

@@ -212,7 +212,9 @@ describeEachDatabase('a bulk load as one batch', (h) => {
     const vocab = async (db: Db) => {
       const { rows } = await sql<{ word: string; docs: number }>`
         SELECT word, docs FROM search_vocab
-        WHERE account_id = ${acc.id} AND word IN ('bulkword', 'lonewordb', 'sharedbulk') ORDER BY word`.execute(db);
+        WHERE account_id = ${acc.id} AND word IN ('bulkword', 'lonewordb', 'sharedbulk') ORDER BY word`.execute(
+        db,
+      );
       return rows.map((r) => [r.word, Number(r.docs)]);
     };
     let during: unknown[] = [];

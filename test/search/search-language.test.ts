@@ -108,6 +108,61 @@ describeEachDatabase('GET /search: the query language over HTTP', (h) => {
       const [t, g, c] = one.body.data.results.map((r: { score: number }) => r.score);
       assert.ok(t > g && g > c, 'strictly ordered tiers');
     });
+
+    it('a title occurrence of any positive term puts a match in the title tier', async () => {
+      const acc = await h.account('enterprise');
+      await h.request('POST', '/v1/data', {
+        key: acc.adminKey,
+        body: { title: 'Zephyrq report', type: 'note', content: 'quillon appears here' },
+      });
+      // The object matches through `quillon`; `zephyrq` is in its title although its AND branch fails.
+      const res = await search(h, acc.adminKey, { q: '(zephyrq AND nowherex) OR quillon' });
+      assert.equal(res.body.data.total, 1);
+      assert.ok(res.body.data.results[0].score >= 4 / 7, `title tier: ${res.body.data.results[0].score}`);
+    });
+  });
+
+  describe('paging through the tiers', () => {
+    let acc: TestAccount;
+    before(async () => {
+      acc = await h.account('enterprise');
+      const make = (title: string, tags: string[], content: string) =>
+        h.request('POST', '/v1/data', { key: acc.adminKey, body: { title, type: 'note', tags, content } });
+      // 12 title matches (4 also tagged), 5 tag-only, 15 content-only with 1..15 occurrences: with
+      // limit 5, pages 1-3 lie within the title and tag tiers, page 4 onwards reach the content tier.
+      for (let i = 0; i < 12; i++) {
+        await make(`Quorbit ${i}`, i % 3 === 0 ? ['quorbit'] : [], `filler ${'quorbit '.repeat(i % 4)}text`);
+      }
+      for (let i = 0; i < 5; i++) await make(`Tagged ${i}`, ['quorbit'], `filler ${'words '.repeat(i)}`);
+      for (let i = 1; i <= 15; i++)
+        await make(`Body ${i}`, [], `${'quorbit '.repeat(i)}${'pad '.repeat(20)}`);
+    });
+
+    it('pages of 5 put together are the one page of 100: same order, same scores, nothing missed', async () => {
+      const whole = await search(h, acc.adminKey, { q: 'quorbit', limit: 100 });
+      assert.equal(whole.body.data.total, 32);
+      const paged: unknown[] = [];
+      for (let page = 1; page <= 7; page++) {
+        const res = await search(h, acc.adminKey, { q: 'quorbit', limit: 5, page });
+        assert.equal(res.body.data.total, 32, `page ${page}`);
+        paged.push(...res.body.data.results);
+      }
+      assert.deepEqual(paged, whole.body.data.results);
+      const titles = whole.body.data.results.map((r: { title: string }) => r.title);
+      assert.ok(
+        titles.slice(0, 12).every((t: string) => t.startsWith('Quorbit')),
+        titles.join(),
+      );
+      assert.ok(
+        titles.slice(12, 17).every((t: string) => t.startsWith('Tagged')),
+        titles.join(),
+      );
+      assert.ok(
+        titles
+          .slice(0, 4)
+          .every((t: string) => ['Quorbit 0', 'Quorbit 3', 'Quorbit 6', 'Quorbit 9'].includes(t)),
+      );
+    });
   });
 
   describe('excerpts', () => {

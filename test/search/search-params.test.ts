@@ -63,6 +63,62 @@ describeEachDatabase('GET /search: filters, dates, sorting and pages', (h) => {
     }
   });
 
+  describe('filters on keys and tags with quoting characters', () => {
+    let odd: TestAccount;
+    const ids: Record<string, string> = {};
+    before(async () => {
+      odd = await h.account('enterprise');
+      const make = async (name: string, tags: string[], metadata: Record<string, string>) => {
+        const res = await h.request('POST', '/v1/data', {
+          key: odd.adminKey,
+          body: { title: name, type: 'note', content: 'oddity', tags, metadata },
+        });
+        assert.equal(res.status, 201, res.raw);
+        ids[res.body.data.id] = name;
+      };
+      await make('odd', ['quo"te', 'back\\slash', 'ünï', 'x"]', '"'], {
+        'a.b': '1',
+        'we"ird': '2',
+        'x[0]': '3',
+        $: '4',
+        'back\\slash': '5',
+        'ünï ké': '6',
+      });
+      await make('plain', ['te', 'quo', 'slash'], { a: '1', x: '3', weird: '2', ird: '2' });
+    });
+    const cases: Array<[string, string[]]> = [
+      ['metadata.a.b:1', ['odd']],
+      ['metadata.a:1', ['plain']],
+      ['metadata.we"ird:2', ['odd']],
+      ['metadata.x[0]:3', ['odd']],
+      ['metadata.$:4', ['odd']],
+      ['metadata.back\\slash:5', ['odd']],
+      ['metadata.ünï ké:6', ['odd']],
+      ['metadata.ünï ké:7', []],
+      ['tag:quo"te', ['odd']],
+      ['tag:back\\slash', ['odd']],
+      ['tag:ünï', ['odd']],
+      ['tag:x"]', ['odd']],
+      ['tag:"', ['odd']],
+      ['tag:te', ['plain']],
+      ['tag:"te', []],
+    ];
+    for (const [filter, expected] of cases) {
+      it(`filter=${filter}`, async () => {
+        for (const sort of ['relevance', 'date']) {
+          const res = await search(h, odd.adminKey, { q: 'oddity', filter, sort });
+          assert.equal(res.status, 200, res.raw);
+          assert.deepEqual(
+            res.body.data.results.map((r: { id: string }) => ids[r.id]),
+            expected,
+            `sort=${sort}`,
+          );
+          assert.equal(res.body.data.total, expected.length);
+        }
+      });
+    }
+  });
+
   describe('from and to', () => {
     const cases: Array<[Record<string, string>, CorpusName[]]> = [
       [{ from: '2026-01-31' }, ['budget', 'cafe', 'logs', 'security']],
