@@ -8,6 +8,7 @@ import * as m0004 from './migrations/0004-webhooks.ts';
 import * as m0005 from './migrations/0005-idempotency.ts';
 import * as m0006 from './migrations/0006-data-counts.ts';
 import * as m0007 from './migrations/0007-search-speed.ts';
+import * as m0008 from './migrations/0008-search-ties.ts';
 import { HOT_STATEMENT, openPostgres } from './postgres.ts';
 import { openSqlite } from './sqlite.ts';
 import type { DB, Db, Dialect } from './types.ts';
@@ -53,6 +54,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0005-idempotency': m0005,
   '0006-data-counts': m0006,
   '0007-search-speed': m0007,
+  '0008-search-ties': m0008,
 };
 
 class StaticProvider implements MigrationProvider {

@@ -122,6 +122,37 @@ describeEachDatabase('GET /search: the query language over HTTP', (h) => {
     });
   });
 
+  describe('ties', () => {
+    it('break by creation time on PostgreSQL and by insertion order on SQLite, reversed by order=asc', async () => {
+      const acc = await h.account('enterprise');
+      const make = async (title: string, at: string) => {
+        h.clock.now = Date.parse(at);
+        const res = await h.request('POST', '/v1/data', {
+          key: acc.adminKey,
+          body: { title, type: 'note', content: 'tiedword here' },
+        });
+        return res.body.data.id as string;
+      };
+      // Created second but dated earlier: ids follow real time, created_at the settable clock.
+      const first = await make('First', '2026-03-02T00:00:00Z');
+      const second = await make('Other', '2026-03-01T00:00:00Z');
+      h.clock.now = null;
+      const desc = await search(h, acc.adminKey, { q: 'tiedword' });
+      const scores = desc.body.data.results.map((r: { score: number }) => r.score);
+      assert.equal(scores[0], scores[1], 'a tie');
+      const expected = h.dialect === 'postgres' ? [second, first] : [first, second];
+      assert.deepEqual(
+        desc.body.data.results.map((r: { id: string }) => r.id),
+        expected,
+      );
+      const asc = await search(h, acc.adminKey, { q: 'tiedword', order: 'asc' });
+      assert.deepEqual(
+        asc.body.data.results.map((r: { id: string }) => r.id),
+        expected.slice().reverse(),
+      );
+    });
+  });
+
   describe('paging through the tiers', () => {
     let acc: TestAccount;
     before(async () => {

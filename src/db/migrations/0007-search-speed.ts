@@ -1,4 +1,4 @@
-import { type Kysely, sql } from 'kysely';
+import { type Kysely, type RawBuilder, sql } from 'kysely';
 import type { Dialect } from '../types.ts';
 
 /**
@@ -33,8 +33,13 @@ export async function up(db: Kysely<unknown>, dialect: Dialect): Promise<void> {
       ALTER COLUMN rank SET STORAGE MAIN`.execute(db);
   // Every filter is an argument that may be null (no filter); sort and order choose among CASE
   // keys, so one plan serves every query. A page past the end returns one row with only `total`.
-  await sql`
-    CREATE FUNCTION search_page(
+  await searchPageDefinition(ORDER).execute(db);
+}
+
+/** `search_page` with the result order `order` (SQL over `m`; 0008 replaces 0007's). */
+export function searchPageDefinition(order: RawBuilder<unknown>): RawBuilder<unknown> {
+  return sql`
+    CREATE OR REPLACE FUNCTION search_page(
       p_account text, p_query tsquery, p_title tsquery, p_tags tsquery, p_rank tsquery,
       p_type text, p_tags_all jsonb, p_meta jsonb, p_from timestamptz, p_to timestamptz,
       p_sort text, p_desc boolean, p_limit integer, p_offset bigint, p_scan integer)
@@ -62,12 +67,12 @@ export async function up(db: Kysely<unknown>, dialect: Dialect): Promise<void> {
       ), page AS (
         SELECT m.id, m.score, m.created_at, m.title_sort, count(*) OVER () AS total
         FROM matched m
-        ORDER BY ${ORDER}
+        ORDER BY ${order}
         LIMIT p_limit OFFSET p_offset
       )
       SELECT m.id, m.score, m.total, d.title, d.type, m.created_at, substr(d.content, 1, p_scan)
       FROM page m JOIN data_objects d ON d.account_id = p_account AND d.id = m.id
-      ORDER BY ${ORDER};
+      ORDER BY ${order};
       IF NOT FOUND AND p_offset > 0 THEN
         RETURN QUERY
         SELECT NULL::text, NULL::float8, count(*), NULL::text, NULL::text, NULL::timestamptz, NULL::text
@@ -80,5 +85,5 @@ export async function up(db: Kysely<unknown>, dialect: Dialect): Promise<void> {
           AND (p_to IS NULL OR s.created_at <= p_to);
       END IF;
     END
-    $fn$`.execute(db);
+    $fn$`;
 }
