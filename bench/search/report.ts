@@ -23,7 +23,9 @@ One account holds N objects of pseudo-English (Zipf-distributed words from a fix
 hold N/10 each unless the subsection says otherwise. \`GET /v1/search\` is driven in process with
 \`app.inject()\` (routing, validation, API-key auth, wildcard expansion, the ranked and counted query, the page's rows and excerpts; no
 socket or TLS). "Raw" is the index work alone in the same run: wildcard expansion plus the ranked,
-counted query with the page's rows (\`searchIndex\`: no auth, excerpts or serialisation).
+counted query with the page's rows (\`searchIndex\`: no auth, excerpts or serialisation). Each
+query runs both ways back to back, HTTP first on even iterations and raw first on odd ones, so
+neither side gains from the cache the other warmed.
 Latencies in milliseconds, sequential requests, \`limit=20\`, \`sort=relevance\`. Queries pick
 words from the account's own objects by document frequency (one term: words in 0.5-3 % of the
 objects; common term: 15-40 %).`;

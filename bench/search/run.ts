@@ -204,9 +204,16 @@ async function measure(app: FastifyInstance, ctx: AppContext, key: string, accou
     await get(i);
     await direct(i);
   }
+  // The two run the same query back to back, so the second finds the first's pages in the cache;
+  // alternating which goes first keeps that from counting as HTTP overhead.
   for (let i = 0; i < iterations; i++) {
-    http.push(await get(i));
-    raw.push(await direct(i));
+    if (i % 2 === 0) {
+      http.push(await get(i));
+      raw.push(await direct(i));
+    } else {
+      raw.push(await direct(i));
+      http.push(await get(i));
+    }
   }
   http.sort((a, b) => a - b);
   raw.sort((a, b) => a - b);
