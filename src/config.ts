@@ -27,13 +27,20 @@ export const EnvSchema = Type.Object({
     Type.String({ pattern: '^[0-9]+(\\.[0-9]+)?(,[0-9]+(\\.[0-9]+)?)*$' }),
   ),
   ADS_BODY_LIMIT: Type.Optional(Positive),
+  ADS_SQLITE_CACHE_MB: Type.Optional(Positive),
   ADS_LOG_LEVEL: Type.Optional(Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])),
   ADS_AUTH_FAILURES_PER_MINUTE: Type.Optional(Positive),
 });
 
 export type Env = Static<typeof EnvSchema>;
 
-export type DatabaseConfig = { dialect: 'sqlite'; file: string } | { dialect: 'postgres'; url: string };
+/** `cacheMb`: SQLite's page cache for the connection (ADS_SQLITE_CACHE_MB; default SQLITE_CACHE_MB). */
+export type DatabaseConfig =
+  | { dialect: 'sqlite'; file: string; cacheMb?: number }
+  | { dialect: 'postgres'; url: string };
+
+/** SQLite page cache in MiB when ADS_SQLITE_CACHE_MB is not set (SQLite's own default is 2). */
+export const SQLITE_CACHE_MB = 64;
 
 export interface Config {
   dataDir: string;
@@ -90,7 +97,12 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
   const retrySchedule = e.ADS_WEBHOOK_RETRY_SCHEDULE?.split(',').map(Number) ?? DEFAULT_RETRY_SCHEDULE;
   const config: Config = {
     dataDir,
-    database: parseDatabaseUrl(e.ADS_DATABASE_URL, dataDir, cwd),
+    database: parseDatabaseUrl(
+      e.ADS_DATABASE_URL,
+      dataDir,
+      cwd,
+      Number(e.ADS_SQLITE_CACHE_MB ?? SQLITE_CACHE_MB),
+    ),
     redisUrl: e.ADS_REDIS_URL,
     host,
     port,
@@ -118,10 +130,15 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
   return Object.freeze(config);
 }
 
-function parseDatabaseUrl(url: string | undefined, dataDir: string, cwd: string): DatabaseConfig {
-  if (!url) return { dialect: 'sqlite', file: path.join(dataDir, 'ads.sqlite') };
+function parseDatabaseUrl(
+  url: string | undefined,
+  dataDir: string,
+  cwd: string,
+  cacheMb: number,
+): DatabaseConfig {
+  if (!url) return { dialect: 'sqlite', file: path.join(dataDir, 'ads.sqlite'), cacheMb };
   if (/^postgres(ql)?:\/\//.test(url)) return { dialect: 'postgres', url };
   const file = url.replace(/^sqlite:(\/\/)?/, '').replace(/^file:(\/\/)?/, '');
   if (!file) throw new ConfigError(`Invalid setting ADS_DATABASE_URL=${JSON.stringify(url)}: no file path.`);
-  return { dialect: 'sqlite', file: path.resolve(cwd, file) };
+  return { dialect: 'sqlite', file: path.resolve(cwd, file), cacheMb };
 }

@@ -38,7 +38,7 @@ export function openDatabase(config: DatabaseConfig): Database {
       close: () => db.destroy(),
     };
   }
-  const { dialect } = openSqlite(config.file);
+  const { dialect } = openSqlite(config.file, config.cacheMb);
   const db = new Kysely<DB>({ dialect });
   return { db, dialect: 'sqlite', write: groupCommit(db), close: () => db.destroy() };
 }

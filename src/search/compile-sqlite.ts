@@ -1,7 +1,7 @@
 // Plan -> one FTS5 MATCH expression, and the FTS5 row of a document. The FTS5 table gets text that
 // is already folded, split and stemmed (document.ts), so its `ascii` tokenizer only splits on spaces.
 import { cachedStemmer, type IndexDocument, TEXT_FIELDS, type TextField } from './document.ts';
-import { isPositivePlan, type Leaf, negatePlan, type Plan, positiveLeaves } from './plan.ts';
+import { isPositivePlan, type Leaf, negatePlan, type Plan } from './plan.ts';
 
 /**
  * Column order of `search_fts` (migration 0002). `<field>` columns hold stems (terms, phrases);
@@ -26,6 +26,9 @@ export const RANK_WEIGHTS = weights((c) => {
   if (field === 'content') return 1;
   return 0.5;
 });
+/** Weights under which bm25 is non-zero exactly when a matched term is in the title (or the tags). */
+export const TITLE_WEIGHTS = weights((c) => (BASE(c) === 'title' ? 1 : 0));
+export const TAGS_WEIGHTS = weights((c) => (BASE(c) === 'tags' ? 1 : 0));
 
 /**
  * FTS5 rowids cluster by account: `account seq * 2^32 + n`. A rowid range then confines every
@@ -77,14 +80,15 @@ export function compileMatch(plan: Plan): string {
 }
 
 /**
- * Any positive leaf of the plan restricted to `field` (wildcards to its exact-word column), as a
- * MATCH expression; null when no leaf can match there. A match of the query is in the title (tag)
- * tier exactly when it also matches this, as on PostgreSQL (compile-postgres.ts `fieldTsquery`).
+ * For a query of one term, phrase or wildcard: that leaf restricted to the title and tag columns,
+ * as a MATCH expression. Its matches are exactly the query's matches in the title and tag tiers
+ * (bm25 under TITLE_WEIGHTS or TAGS_WEIGHTS is non-zero exactly when the leaf occurs there). Null
+ * for any other query, or one that cannot match in the title or tags.
  */
-export function fieldMatch(plan: Plan, field: 'title' | 'tags'): string | null {
-  const leaves = positiveLeaves(plan).filter((l) => l.kind !== 'type' && l.fields.includes(field));
-  if (leaves.length === 0) return null;
-  return leaves.map((l) => leafSql(l.kind === 'type' ? l : { ...l, fields: [field] })).join(' OR ');
+export function tierMatch(plan: Plan): string | null {
+  if (plan.kind !== 'stems' && plan.kind !== 'prefix' && plan.kind !== 'words') return null;
+  const fields = plan.fields.filter((f) => f === 'title' || f === 'tags');
+  return fields.length > 0 ? leafSql({ ...plan, fields }) : null;
 }
 
 /** The FTS5 column values of a document, in FTS_COLUMNS order. */

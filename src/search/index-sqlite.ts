@@ -7,10 +7,12 @@ import {
   compileMatch,
   DOCS_PER_ACCOUNT,
   FTS_COLUMNS,
-  fieldMatch,
   ftsRow,
   MAX_ACCOUNT_SEQ,
   RANK_WEIGHTS,
+  TAGS_WEIGHTS,
+  TITLE_WEIGHTS,
+  tierMatch,
 } from './compile-sqlite.ts';
 import {
   distinctWords,
@@ -132,30 +134,10 @@ export async function expandPattern(
  * Score in (0, 1]: title hits above tag hits above the rest, then bm25 (s = -b >= 0) squashed into
  * the tier as 0.5 + 0.5 * s / (s + 10), written with one reference to `b` so bm25 runs once per row.
  */
-const SCORE = sql.raw(`(4 * r.t + 2 * r.g + 1.0 - 5.0 / (10.0 - r.b)) / 7.0`);
-
-/** What one search reads in FTS5: the query's matches within the account, and the tiers' sets. */
-interface FtsQuery {
-  /** `search_fts MATCH … AND rowid BETWEEN …`: the query's matches in the account. */
-  match: RawBuilder<unknown>;
-  /** 1 for a match in the title (tags) tier, else 0 (compile-sqlite.ts `fieldMatch`). */
-  title: RawBuilder<unknown>;
-  tags: RawBuilder<unknown>;
-}
-
-function ftsQuery(q: SearchQuery, range: [number, number]): FtsQuery {
-  const within = (expr: string) =>
-    sql`search_fts MATCH ${expr} AND search_fts.rowid BETWEEN ${range[0]} AND ${range[1]}`;
-  // `+rowid` keeps the membership test out of FTS5's plan: passed down, it would rerun the MATCH
-  // (and bm25's statistics) once per member. The set is built once per statement.
-  const tier = (expr: string | null) =>
-    expr === null ? sql`0` : sql`(+search_fts.rowid IN (SELECT rowid FROM search_fts WHERE ${within(expr)}))`;
-  return {
-    match: within(compileMatch(q.plan)),
-    title: tier(fieldMatch(q.plan, 'title')),
-    tags: tier(fieldMatch(q.plan, 'tags')),
-  };
-}
+const SCORE = sql.raw(
+  `(CASE WHEN r.bt < 0 THEN 4 ELSE 0 END + CASE WHEN r.bg < 0 THEN 2 ELSE 0 END
+    + 1.0 - 5.0 / (10.0 - r.b)) / 7.0`,
+);
 
 /**
  * `tag:` filter. The row's tags are JSON.stringify output, so a tag it holds appears in it as its
@@ -183,7 +165,8 @@ export async function search(db: Db, q: SearchQuery): Promise<SearchPage> {
   if (!range) return { hits: [], total: 0 };
   // The account's rowid range confines FTS5 to the account; `s.account_id` says it again in SQL
   // wherever object rows are read.
-  const fts = ftsQuery(q, range);
+  const fts = sql`search_fts MATCH ${compileMatch(q.plan)}
+    AND search_fts.rowid BETWEEN ${range[0]} AND ${range[1]}`;
   const conditions: RawBuilder<unknown>[] = [];
   for (const f of q.filters) {
     // Not in the MATCH: bm25 would count the type's whole posting list on every query.
@@ -194,7 +177,7 @@ export async function search(db: Db, q: SearchQuery): Promise<SearchPage> {
   if (q.from !== undefined) conditions.push(sql`s.created_at >= ${q.from}`);
   if (q.to !== undefined) conditions.push(sql`s.created_at <= ${q.to}`);
   // Relevance order over the FTS5 rows alone is the hot path: no per-match row lookup.
-  if (conditions.length === 0 && q.sort === 'relevance') return searchByRelevance(db, q, fts);
+  if (conditions.length === 0 && q.sort === 'relevance') return searchByRelevance(db, q, fts, range);
 
   const where = sql.join([sql`s.account_id = ${q.accountId}`, ...conditions], sql` AND `);
   const desc = q.order === 'desc';
@@ -204,10 +187,11 @@ export async function search(db: Db, q: SearchQuery): Promise<SearchPage> {
     title: desc ? sql`s.title_sort DESC, s.id DESC` : sql`s.title_sort ASC, s.id ASC`,
   }[q.sort];
   // CROSS JOIN fixes the loop order: the FTS5 match drives and rows are looked up by key; left to
-  // itself the planner may scan by date and run the MATCH once per row.
-  const { rows: page } = await sql<{ id: string; score: number }>`
-    SELECT s.id AS id, ${SCORE} AS score
-    FROM (${ranked(fts, sql`true`)}) r
+  // itself the planner may scan by date and run the MATCH once per row. The window count gives the
+  // total from the same pass: looking up each match's row is most of the work.
+  const { rows: page } = await sql<{ id: string; score: number; total: number }>`
+    SELECT s.id AS id, ${SCORE} AS score, count(*) OVER () AS total
+    FROM (${ranked(fts)}) r
     CROSS JOIN search_documents s ON s.doc = r.doc
     WHERE ${where}
     ORDER BY ${order}
@@ -221,11 +205,12 @@ export async function search(db: Db, q: SearchQuery): Promise<SearchPage> {
     const row = shown.get(p.id);
     return row ? [{ id: p.id, score: p.score, row }] : [];
   });
+  if (page.length > 0) return { hits, total: Number(page[0]!.total) };
   return withTotal(q, hits, async () => {
     const count = await sql<{ n: number }>`
       SELECT count(*) AS n FROM search_fts
       CROSS JOIN search_documents s ON s.doc = search_fts.rowid
-      WHERE ${fts.match} AND ${where}`.execute(db);
+      WHERE ${fts} AND ${where}`.execute(db);
     return Number(count.rows[0]?.n ?? 0);
   });
 }
@@ -239,32 +224,42 @@ async function resultRows(db: Db, accountId: string, ids: string[]): Promise<Map
   return new Map(rows.map((r) => [r.id, r]));
 }
 
-/**
- * The matches that pass `only`, with bm25 and their tiers. SQLite computes the result columns only
- * for rows that pass the WHERE, so bm25 (a lookup of the row's column sizes) runs only for those.
- */
-const ranked = (fts: FtsQuery, only: RawBuilder<unknown>) => sql`
-  SELECT search_fts.rowid AS doc, bm25(search_fts, ${sql.raw(RANK_WEIGHTS)}) AS b,
-    ${fts.title} AS t, ${fts.tags} AS g
-  FROM search_fts WHERE ${fts.match} AND ${only}`;
+const ranked = (fts: RawBuilder<unknown>) => sql`
+  SELECT search_fts.rowid AS doc,
+    bm25(search_fts, ${sql.raw(RANK_WEIGHTS)}) AS b,
+    bm25(search_fts, ${sql.raw(TITLE_WEIGHTS)}) AS bt,
+    bm25(search_fts, ${sql.raw(TAGS_WEIGHTS)}) AS bg
+  FROM search_fts WHERE ${fts}`;
 
 /**
- * Ranks in FTS5 alone, then looks up the page's ids by key. The tiers order first, so when the
- * title and tag tiers hold the whole page (most queries with many matches), only their rows are
- * ranked: one pass counts the matches and the tiers, a second ranks the few tier rows. bm25 is
- * the same value either way (same MATCH, same phrases), so the page is too.
+ * Ranks in FTS5 alone, then looks up the page's ids by key. (`+account_id` still filters but keeps
+ * the planner off the account index, which it would otherwise walk end to end.)
+ *
+ * The title and tag tiers order first. For a query of one leaf (term, phrase, wildcard) those tiers
+ * are exactly the matches of the leaf restricted to the title and tag columns, so two FTS5 counts
+ * tell whether they fill the requested page (`order=desc`); when they do, bm25 runs only on them
+ * instead of on every match. The MATCH, and so bm25, is the same as without the cut: the page is
+ * the same.
  */
-async function searchByRelevance(db: Db, q: SearchQuery, fts: FtsQuery): Promise<SearchPage> {
+async function searchByRelevance(db: Db, q: SearchQuery, fts: RawBuilder<unknown>, range: [number, number]) {
   const order = q.order === 'desc' ? sql`score DESC, r.doc ASC` : sql`score ASC, r.doc DESC`;
-  const { rows: counts } = await sql<{ n: number; top: number | null }>`
-    SELECT count(*) AS n, sum(${fts.title} OR ${fts.tags}) AS top
-    FROM search_fts WHERE ${fts.match}`.execute(db);
-  const total = Number(counts[0]?.n ?? 0);
-  if (total <= q.offset) return { hits: [], total };
-  const topOnly = q.order === 'desc' && Number(counts[0]?.top ?? 0) >= q.offset + q.limit;
+  const tiers = q.order === 'desc' ? tierMatch(q.plan) : null;
+  let total: number | undefined;
+  let only = sql``;
+  if (tiers !== null) {
+    const inTiers = sql`search_fts MATCH ${tiers} AND search_fts.rowid BETWEEN ${range[0]} AND ${range[1]}`;
+    const { rows } = await sql<{ n: number; top: number }>`
+      SELECT (SELECT count(*) FROM search_fts WHERE ${fts}) AS n,
+        (SELECT count(*) FROM search_fts WHERE ${inTiers}) AS top`.execute(db);
+    total = Number(rows[0]!.n);
+    if (total <= q.offset) return { hits: [], total };
+    // `+rowid` keeps the set out of FTS5's plan (passed down, it would rerun the MATCH per member).
+    if (Number(rows[0]!.top) >= q.offset + q.limit) {
+      only = sql`AND +search_fts.rowid IN (SELECT rowid FROM search_fts WHERE ${inTiers})`;
+    }
+  }
   const { rows: page } = await sql<{ doc: number; score: number }>`
-    SELECT r.doc AS doc, ${SCORE} AS score
-    FROM (${ranked(fts, topOnly ? sql`(${fts.title} OR ${fts.tags})` : sql`true`)}) r
+    SELECT r.doc AS doc, ${SCORE} AS score FROM (${ranked(fts)} ${only}) r
     ORDER BY ${order} LIMIT ${q.limit} OFFSET ${q.offset}`.execute(db);
   const docs = page.map((r) => r.doc);
   // The page's ids and shown fields by key, in one statement.
@@ -284,7 +279,11 @@ async function searchByRelevance(db: Db, q: SearchQuery, fts: FtsQuery): Promise
     const row = { title: r.title, type: r.type, created_at: r.created_at, content: r.content };
     return [{ id: r.id, score: p.score, row }];
   });
-  return { hits, total };
+  if (total !== undefined) return { hits, total };
+  return withTotal(q, hits, async () => {
+    const count = await sql<{ n: number }>`SELECT count(*) AS n FROM search_fts WHERE ${fts}`.execute(db);
+    return Number(count.rows[0]?.n ?? 0);
+  });
 }
 
 /** A short page tells the total; only a full or an empty later page needs counting (cheaper than a window). */

@@ -108,18 +108,6 @@ describeEachDatabase('GET /search: the query language over HTTP', (h) => {
       const [t, g, c] = one.body.data.results.map((r: { score: number }) => r.score);
       assert.ok(t > g && g > c, 'strictly ordered tiers');
     });
-
-    it('a title occurrence of any positive term puts a match in the title tier', async () => {
-      const acc = await h.account('enterprise');
-      await h.request('POST', '/v1/data', {
-        key: acc.adminKey,
-        body: { title: 'Zephyrq report', type: 'note', content: 'quillon appears here' },
-      });
-      // The object matches through `quillon`; `zephyrq` is in its title although its AND branch fails.
-      const res = await search(h, acc.adminKey, { q: '(zephyrq AND nowherex) OR quillon' });
-      assert.equal(res.body.data.total, 1);
-      assert.ok(res.body.data.results[0].score >= 4 / 7, `title tier: ${res.body.data.results[0].score}`);
-    });
   });
 
   describe('ties', () => {
