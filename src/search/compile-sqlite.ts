@@ -80,12 +80,14 @@ export function compileMatch(plan: Plan): string {
 }
 
 /**
- * For a query of one term, phrase or wildcard: that leaf restricted to the title and tag columns,
- * as a MATCH expression. Its matches are exactly the query's matches in the title and tag tiers
- * (bm25 under TITLE_WEIGHTS or TAGS_WEIGHTS is non-zero exactly when the leaf occurs there). Null
- * for any other query, or one that cannot match in the title or tags.
+ * For a query of one word or wildcard: that leaf restricted to the title and tag columns, as a
+ * MATCH expression. Its matches are exactly the query's matches in the title and tag tiers (bm25
+ * under TITLE_WEIGHTS or TAGS_WEIGHTS is non-zero exactly when the leaf occurs there). Null for
+ * any other query, or one that cannot match in the title or tags. Phrases are left out: they
+ * rarely have enough matches for the cut, and counting one costs as much as ranking it.
  */
 export function tierMatch(plan: Plan): string | null {
+  if (plan.kind === 'stems' && plan.stems.length > 1) return null;
   if (plan.kind !== 'stems' && plan.kind !== 'prefix' && plan.kind !== 'words') return null;
   const fields = plan.fields.filter((f) => f === 'title' || f === 'tags');
   return fields.length > 0 ? leafSql({ ...plan, fields }) : null;

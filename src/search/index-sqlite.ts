@@ -236,8 +236,8 @@ const ranked = (fts: RawBuilder<unknown>) => sql`
  * the planner off the account index, which it would otherwise walk end to end.)
  *
  * The title and tag tiers order first. For a query of one leaf (term, phrase, wildcard) those tiers
- * are exactly the matches of the leaf restricted to the title and tag columns, so two FTS5 counts
- * tell whether they fill the requested page (`order=desc`); when they do, bm25 runs only on them
+ * are exactly the matches of the leaf restricted to the title and tag columns, so an FTS5 count
+ * tells whether they fill the requested page (`order=desc`); when they do, bm25 runs only on them
  * instead of on every match. The MATCH, and so bm25, is the same as without the cut: the page is
  * the same.
  */
@@ -248,13 +248,16 @@ async function searchByRelevance(db: Db, q: SearchQuery, fts: RawBuilder<unknown
   let only = sql``;
   if (tiers !== null) {
     const inTiers = sql`search_fts MATCH ${tiers} AND search_fts.rowid BETWEEN ${range[0]} AND ${range[1]}`;
-    const { rows } = await sql<{ n: number; top: number }>`
-      SELECT (SELECT count(*) FROM search_fts WHERE ${fts}) AS n,
-        (SELECT count(*) FROM search_fts WHERE ${inTiers}) AS top`.execute(db);
-    total = Number(rows[0]!.n);
-    if (total <= q.offset) return { hits: [], total };
-    // `+rowid` keeps the set out of FTS5's plan (passed down, it would rerun the MATCH per member).
-    if (Number(rows[0]!.top) >= q.offset + q.limit) {
+    const count = async (where: RawBuilder<unknown>) => {
+      const { rows } = await sql<{ n: number }>`SELECT count(*) AS n FROM search_fts WHERE ${where}`.execute(
+        db,
+      );
+      return Number(rows[0]?.n ?? 0);
+    };
+    if ((await count(inTiers)) >= q.offset + q.limit) {
+      // The page is full, so the total is needed anyway. `+rowid` keeps the set out of FTS5's plan
+      // (passed down, it would rerun the MATCH once per member).
+      total = await count(fts);
       only = sql`AND +search_fts.rowid IN (SELECT rowid FROM search_fts WHERE ${inTiers})`;
     }
   }
