@@ -235,29 +235,28 @@ const ranked = (fts: RawBuilder<unknown>) => sql`
  * Ranks in FTS5 alone, then looks up the page's ids by key. (`+account_id` still filters but keeps
  * the planner off the account index, which it would otherwise walk end to end.)
  *
- * The title and tag tiers order first. For a query of one leaf (term, phrase, wildcard) those tiers
+ * The title and tag tiers order first. For a query of one word or wildcard (one leaf) those tiers
  * are exactly the matches of the leaf restricted to the title and tag columns, so an FTS5 count
  * tells whether they fill the requested page (`order=desc`); when they do, bm25 runs only on them
  * instead of on every match. The MATCH, and so bm25, is the same as without the cut: the page is
  * the same.
  */
-async function searchByRelevance(db: Db, q: SearchQuery, fts: RawBuilder<unknown>, range: [number, number]) {
+async function searchByRelevance(
+  db: Db,
+  q: SearchQuery,
+  fts: RawBuilder<unknown>,
+  range: [number, number],
+): Promise<SearchPage> {
   const order = q.order === 'desc' ? sql`score DESC, r.doc ASC` : sql`score ASC, r.doc DESC`;
   const tiers = q.order === 'desc' ? tierMatch(q.plan) : null;
   let total: number | undefined;
   let only = sql``;
   if (tiers !== null) {
     const inTiers = sql`search_fts MATCH ${tiers} AND search_fts.rowid BETWEEN ${range[0]} AND ${range[1]}`;
-    const count = async (where: RawBuilder<unknown>) => {
-      const { rows } = await sql<{ n: number }>`SELECT count(*) AS n FROM search_fts WHERE ${where}`.execute(
-        db,
-      );
-      return Number(rows[0]?.n ?? 0);
-    };
-    if ((await count(inTiers)) >= q.offset + q.limit) {
+    if ((await countMatches(db, inTiers)) >= q.offset + q.limit) {
       // The page is full, so the total is needed anyway. `+rowid` keeps the set out of FTS5's plan
       // (passed down, it would rerun the MATCH once per member).
-      total = await count(fts);
+      total = await countMatches(db, fts);
       only = sql`AND +search_fts.rowid IN (SELECT rowid FROM search_fts WHERE ${inTiers})`;
     }
   }
@@ -283,10 +282,13 @@ async function searchByRelevance(db: Db, q: SearchQuery, fts: RawBuilder<unknown
     return [{ id: r.id, score: p.score, row }];
   });
   if (total !== undefined) return { hits, total };
-  return withTotal(q, hits, async () => {
-    const count = await sql<{ n: number }>`SELECT count(*) AS n FROM search_fts WHERE ${fts}`.execute(db);
-    return Number(count.rows[0]?.n ?? 0);
-  });
+  return withTotal(q, hits, () => countMatches(db, fts));
+}
+
+/** How many FTS5 rows satisfy `where` (a MATCH and its rowid range). */
+async function countMatches(db: Db, where: RawBuilder<unknown>): Promise<number> {
+  const { rows } = await sql<{ n: number }>`SELECT count(*) AS n FROM search_fts WHERE ${where}`.execute(db);
+  return Number(rows[0]?.n ?? 0);
 }
 
 /** A short page tells the total; only a full or an empty later page needs counting (cheaper than a window). */

@@ -157,31 +157,35 @@ describeEachDatabase('GET /search: the query language over HTTP', (h) => {
         await make(`Body ${i}`, [], `${'quorbit '.repeat(i)}${'pad '.repeat(20)}`);
     });
 
-    it('pages of 5 put together are the one page of 100: same order, same scores, nothing missed', async () => {
-      const whole = await search(h, acc.adminKey, { q: 'quorbit', limit: 100 });
-      assert.equal(whole.body.data.total, 32);
-      const paged: unknown[] = [];
-      for (let page = 1; page <= 7; page++) {
-        const res = await search(h, acc.adminKey, { q: 'quorbit', limit: 5, page });
-        assert.equal(res.body.data.total, 32, `page ${page}`);
-        paged.push(...res.body.data.results);
-      }
-      assert.deepEqual(paged, whole.body.data.results);
-      const titles = whole.body.data.results.map((r: { title: string }) => r.title);
-      assert.ok(
-        titles.slice(0, 12).every((t: string) => t.startsWith('Quorbit')),
-        titles.join(),
-      );
-      assert.ok(
-        titles.slice(12, 17).every((t: string) => t.startsWith('Tagged')),
-        titles.join(),
-      );
-      assert.ok(
-        titles
-          .slice(0, 4)
-          .every((t: string) => ['Quorbit 0', 'Quorbit 3', 'Quorbit 6', 'Quorbit 9'].includes(t)),
-      );
-    });
+    // One word and two wildcards (a prefix, and an infix expanded to words): each takes the cut on
+    // the first pages and ranks every match from page 4 on.
+    for (const q of ['quorbit', 'quorb*', '*uorbi*']) {
+      it(`${q}: pages of 5 put together are the one page of 100, same order and scores`, async () => {
+        const whole = await search(h, acc.adminKey, { q, limit: 100 });
+        assert.equal(whole.body.data.total, 32);
+        const paged: unknown[] = [];
+        for (let page = 1; page <= 7; page++) {
+          const res = await search(h, acc.adminKey, { q, limit: 5, page });
+          assert.equal(res.body.data.total, 32, `page ${page}`);
+          paged.push(...res.body.data.results);
+        }
+        assert.deepEqual(paged, whole.body.data.results);
+        const titles = whole.body.data.results.map((r: { title: string }) => r.title);
+        assert.ok(
+          titles.slice(0, 12).every((t: string) => t.startsWith('Quorbit')),
+          titles.join(),
+        );
+        assert.ok(
+          titles.slice(12, 17).every((t: string) => t.startsWith('Tagged')),
+          titles.join(),
+        );
+        assert.ok(
+          titles
+            .slice(0, 4)
+            .every((t: string) => ['Quorbit 0', 'Quorbit 3', 'Quorbit 6', 'Quorbit 9'].includes(t)),
+        );
+      });
+    }
   });
 
   describe('excerpts', () => {
