@@ -1,7 +1,15 @@
 // Plan -> one FTS5 MATCH expression, and the FTS5 row of a document. The FTS5 table gets text that
 // is already folded, split and stemmed (document.ts), so its `ascii` tokenizer only splits on spaces.
-import { cachedStemmer, type IndexDocument, TEXT_FIELDS, type TextField } from './document.ts';
+import {
+  cachedStemmer,
+  type IndexDocument,
+  indexedWords,
+  META_FIELDS,
+  TEXT_FIELDS,
+  type TextField,
+} from './document.ts';
 import { isPositivePlan, type Leaf, negatePlan, type Plan } from './plan.ts';
+import type { SearchFilter } from './search-index.ts';
 
 /**
  * Column order of `search_fts` (migration 0002). `<field>` columns hold stems (terms, phrases);
@@ -91,6 +99,32 @@ export function tierMatch(plan: Plan): string | null {
   if (plan.kind !== 'stems' && plan.kind !== 'prefix' && plan.kind !== 'words') return null;
   const fields = plan.fields.filter((f) => f === 'title' || f === 'tags');
   return fields.length > 0 ? leafSql({ ...plan, fields }) : null;
+}
+
+/**
+ * What every row passing `filters` matches in FTS5, as a MATCH expression, or null when no filter
+ * has an FTS5 column: a `type:` filter as the type column holds it, a `tag:` filter as a phrase of
+ * its words in the exact tag column, a filter on an indexed metadata key (author, status,
+ * description) as a phrase of its words in that key's exact column. The value of an object that
+ * passes the filter was indexed as exactly those words in a row, so the phrase matches it; the
+ * converse does not hold (`tag:b` also finds the tag `a b`), so the filters are still applied to
+ * the rows. ANDed with the query's own MATCH, it finds the candidates from the index's doclists
+ * instead of looking up the row of every match of the query.
+ */
+export function filterMatch(filters: readonly SearchFilter[]): string | null {
+  const phrases: string[] = [];
+  for (const f of filters) {
+    if (f.kind === 'type') {
+      phrases.push(leafSql({ kind: 'type', types: [f.value] }));
+      continue;
+    }
+    const field = f.kind === 'tag' ? 'tags' : META_FIELDS.find((k) => k === f.key);
+    if (field === undefined) continue;
+    const words = indexedWords(f.value);
+    // A value with no words is indexed as nothing: no phrase can stand for it.
+    if (words.length > 0) phrases.push(`(${exact(field)} : ${quote(words.join(' '))})`);
+  }
+  return phrases.length > 0 ? phrases.join(' AND ') : null;
 }
 
 /** The FTS5 column values of a document, in FTS_COLUMNS order. */

@@ -36,7 +36,8 @@ export type IndexedRow = Pick<
 
 type TextRow = Pick<IndexedRow, 'account_id' | 'id' | 'title' | 'type' | 'content' | 'tags' | 'metadata'>;
 
-function words(text: string): string[] {
+/** The words of raw text as the index keeps them: folded, split, overlong ones left out. */
+export function indexedWords(text: string): string[] {
   return splitWords(foldText(text)).filter((w) => w.length <= MAX_INDEXED_WORD_CHARS);
 }
 
@@ -46,16 +47,16 @@ export function buildIndexDocument(row: TextRow): IndexDocument {
   const metadata = JSON.parse(row.metadata) as Record<string, unknown>;
   const meta = (key: string): string[][] => {
     const v = Object.hasOwn(metadata, key) ? metadata[key] : undefined;
-    return typeof v === 'string' ? [words(v)] : [];
+    return typeof v === 'string' ? [indexedWords(v)] : [];
   };
   return {
     accountId: row.account_id,
     id: row.id,
     type: row.type,
     fields: {
-      title: [words(row.title)],
-      tags: tags.map(words),
-      content: [words(row.content)],
+      title: [indexedWords(row.title)],
+      tags: tags.map(indexedWords),
+      content: [indexedWords(row.content)],
       author: meta('author'),
       status: meta('status'),
       description: meta('description'),

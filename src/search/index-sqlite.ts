@@ -7,6 +7,7 @@ import {
   compileMatch,
   DOCS_PER_ACCOUNT,
   FTS_COLUMNS,
+  filterMatch,
   ftsRow,
   MAX_ACCOUNT_SEQ,
   RANK_WEIGHTS,
@@ -178,7 +179,30 @@ export async function search(db: Db, q: SearchQuery): Promise<SearchPage> {
   if (q.to !== undefined) conditions.push(sql`s.created_at <= ${q.to}`);
   // Relevance order over the FTS5 rows alone is the hot path: no per-match row lookup.
   if (conditions.length === 0 && q.sort === 'relevance') return searchByRelevance(db, q, fts, range);
+  return searchFiltered(db, q, narrowed(q, fts, range), conditions);
+}
 
+/**
+ * `fts` narrowed to the rows that can pass the query's filters, where FTS5 can tell (filterMatch):
+ * the query's MATCH ANDed with the filters' phrases gives the candidates from doclists, so only
+ * their rows are looked up, and bm25 (which keeps the query's own MATCH, so scores do not change)
+ * runs only on them. `+rowid` keeps the set out of FTS5's plan, as in searchByRelevance.
+ */
+function narrowed(q: SearchQuery, fts: RawBuilder<unknown>, range: [number, number]): RawBuilder<unknown> {
+  const filters = filterMatch(q.filters);
+  if (filters === null) return fts;
+  return sql`${fts} AND +search_fts.rowid IN (SELECT rowid FROM search_fts
+    WHERE search_fts MATCH ${`${compileMatch(q.plan)} AND ${filters}`}
+    AND rowid BETWEEN ${range[0]} AND ${range[1]})`;
+}
+
+/** A page under filters, dates or a sort other than relevance: each candidate's row is read. */
+async function searchFiltered(
+  db: Db,
+  q: SearchQuery,
+  fts: RawBuilder<unknown>,
+  conditions: RawBuilder<unknown>[],
+): Promise<SearchPage> {
   const where = sql.join([sql`s.account_id = ${q.accountId}`, ...conditions], sql` AND `);
   const desc = q.order === 'desc';
   const order = {

@@ -119,6 +119,87 @@ describeEachDatabase('GET /search: filters, dates, sorting and pages', (h) => {
     }
   });
 
+  // On SQLite these filters are also looked up in the index (compile-sqlite.ts filterMatch): each
+  // case below passes only if that lookup finds every object the filter keeps, and the filter
+  // itself still drops the objects the lookup lets through.
+  describe('filters the index can answer', () => {
+    let acc2: TestAccount;
+    const ids: Record<string, string> = {};
+    const long = 'x'.repeat(130);
+    before(async () => {
+      acc2 = await h.account('enterprise');
+      const make = async (name: string, tags: string[], metadata: Record<string, string>, type = 'note') => {
+        const res = await h.request('POST', '/v1/data', {
+          key: acc2.adminKey,
+          body: { title: `${name} zephyr`, type, content: `zephyr ${name}`, tags, metadata },
+        });
+        assert.equal(res.status, 201, res.raw);
+        ids[res.body.data.id] = name;
+      };
+      await make('long', ['gamma'], { status: `in ${long} review` });
+      await make('folded', ['Ünïcode Mixed-Case'], {
+        status: 'Published!',
+        description: 'A long, winding tale',
+      });
+      await make('plain', ['a b', 'beta'], { status: 'published', author: 'Ann' }, 'record');
+      await make('split', ['alpha', 'beta'], { status: 'in review', description: 'a long winding tale' });
+    });
+    const cases: Array<[string | string[], string[]]> = [
+      ['tag:gamma', ['long']],
+      ['tag:alpha beta', []],
+      ['tag:Ünïcode Mixed-Case', ['folded']],
+      ['tag:unicode mixed case', []],
+      ['tag:b', []],
+      ['tag:a b', ['plain']],
+      ['tag:beta', ['plain', 'split']],
+      [`status:in ${long} review`, ['long']],
+      ['status:in review', ['split']],
+      ['status:published', ['plain']],
+      ['status:Published!', ['folded']],
+      ['metadata.description:A long, winding tale', ['folded']],
+      ['metadata.description:a long winding tale', ['split']],
+      [['type:record', 'status:published', 'author:Ann'], ['plain']],
+      [['type:note', 'status:published'], []],
+      [['type:note', 'tag:beta'], ['split']],
+    ];
+    for (const [filter, expected] of cases) {
+      it(`filter=${JSON.stringify(filter)}`, async () => {
+        for (const sort of ['relevance', 'date']) {
+          const res = await search(h, acc2.adminKey, { q: 'zephyr', filter, sort });
+          assert.equal(res.status, 200, res.raw);
+          const got = res.body.data.results.map((r: { id: string }) => ids[r.id]).sort();
+          assert.deepEqual(got, expected.slice().sort(), `sort=${sort}`);
+          assert.equal(res.body.data.total, expected.length);
+        }
+      });
+    }
+
+    it('a filter leaves the scores as they are without it, and pages still add up', async () => {
+      const all = await search(h, acc2.adminKey, { q: 'zephyr OR beta', limit: 100 });
+      const score = new Map(all.body.data.results.map((r: { id: string; score: number }) => [r.id, r.score]));
+      const filtered = await search(h, acc2.adminKey, {
+        q: 'zephyr OR beta',
+        filter: 'tag:beta',
+        limit: 100,
+      });
+      assert.equal(filtered.body.data.total, 2);
+      for (const r of filtered.body.data.results) assert.equal(r.score, score.get(r.id));
+      const first = await search(h, acc2.adminKey, { q: 'zephyr OR beta', filter: 'tag:beta', limit: 1 });
+      const second = await search(h, acc2.adminKey, {
+        q: 'zephyr OR beta',
+        filter: 'tag:beta',
+        limit: 1,
+        page: 2,
+      });
+      assert.equal(first.body.data.total, 2);
+      assert.equal(second.body.data.total, 2);
+      assert.deepEqual(
+        [first.body.data.results[0].id, second.body.data.results[0].id],
+        filtered.body.data.results.map((r: { id: string }) => r.id),
+      );
+    });
+  });
+
   describe('from and to', () => {
     const cases: Array<[Record<string, string>, CorpusName[]]> = [
       [{ from: '2026-01-31' }, ['budget', 'cafe', 'logs', 'security']],
