@@ -8,10 +8,12 @@ import {
   cachedStemmer,
   FREE_TEXT_FIELDS,
   type IndexDocument,
+  indexedWords,
   META_FIELDS,
   type TextField,
 } from './document.ts';
 import { type Leaf, type Plan, positiveLeaves } from './plan.ts';
+import type { SearchFilter } from './search-index.ts';
 import { stemWord } from './text.ts';
 
 const WEIGHT: Record<TextField, string> = {
@@ -71,6 +73,29 @@ export function compileTsquery(plan: Plan): string {
     default:
       return leafQuery(plan);
   }
+}
+
+/**
+ * What every row passing `filters` holds in `vector`, as a tsquery, or null when no filter has
+ * lexemes there: the type's `#type`, each word of a tag as an exact word (`'=word'`), each word of
+ * an indexed metadata key's value (`'status=word'`). ANDed with the query, it lets the GIN index
+ * drop most rows that fail the filters before their heap rows are read. It is a superset, and
+ * search_page still applies the filters themselves. No phrases and no weights (a tag word may
+ * also match in the title or content): either would make GIN recheck every candidate against its
+ * full vector, the largest column.
+ */
+export function filterTsquery(filters: readonly SearchFilter[]): string | null {
+  const parts: string[] = [];
+  for (const f of filters) {
+    if (f.kind === 'type') {
+      parts.push(quote(`#${f.value}`));
+      continue;
+    }
+    const field = f.kind === 'tag' ? 'tags' : META_FIELDS.find((k) => k === f.key);
+    if (field === undefined) continue;
+    for (const word of new Set(indexedWords(f.value))) parts.push(quote(wordLexeme(field, word)));
+  }
+  return parts.length > 0 ? parts.join(' & ') : null;
 }
 
 /**

@@ -3,7 +3,13 @@
 // account's vocabulary (pg_trgm).
 import { sql } from 'kysely';
 import type { Db } from '../db/types.ts';
-import { buildVectors, compileTsquery, fieldTsquery, rankTsquery } from './compile-postgres.ts';
+import {
+  buildVectors,
+  compileTsquery,
+  fieldTsquery,
+  filterTsquery,
+  rankTsquery,
+} from './compile-postgres.ts';
 import { type IndexDocument, type IndexedRow, type VocabularyDelta, vocabularyJson } from './document.ts';
 import { MAX_SCAN_CHARS } from './excerpt.ts';
 import type { SearchPage, SearchQuery } from './search-index.ts';
@@ -104,10 +110,12 @@ function filterArgs(filters: SearchQuery['filters']) {
 export async function search(db: Db, q: SearchQuery): Promise<SearchPage> {
   const args = filterArgs(q.filters);
   if (args === null) return { hits: [], total: 0 };
+  const narrow = filterTsquery(q.filters);
+  const query = narrow === null ? compileTsquery(q.plan) : `(${compileTsquery(q.plan)}) & ${narrow}`;
   // Score in (0, 1]: title hits above tag hits above the rest, then ts_rank (r >= 0) squashed into
   // the tier as 0.5 + 0.5 * r / (r + 0.5) = 1 - 0.25 / (r + 0.5).
   const { rows } = await sql<PageRow>`
-    SELECT * FROM search_page(${q.accountId}, ${compileTsquery(q.plan)}::tsquery,
+    SELECT * FROM search_page(${q.accountId}, ${query}::tsquery,
       ${fieldTsquery(q.plan, 'title')}::tsquery, ${fieldTsquery(q.plan, 'tags')}::tsquery,
       ${rankTsquery(q.plan)}::tsquery, ${args.type}::text, ${args.tags}::jsonb, ${args.meta}::jsonb,
       ${q.from ?? null}::timestamptz, ${q.to ?? null}::timestamptz, ${q.sort}::text,

@@ -119,9 +119,9 @@ describeEachDatabase('GET /search: filters, dates, sorting and pages', (h) => {
     }
   });
 
-  // On SQLite these filters are also looked up in the index (compile-sqlite.ts filterMatch): each
-  // case below passes only if that lookup finds every object the filter keeps, and the filter
-  // itself still drops the objects the lookup lets through.
+  // These filters are also looked up in the index (filterMatch in compile-sqlite.ts, filterTsquery
+  // in compile-postgres.ts): each case below passes only if that lookup finds every object the
+  // filter keeps, and the filter itself still drops the objects the lookup lets through.
   describe('filters the index can answer', () => {
     let acc2: TestAccount;
     const ids: Record<string, string> = {};
