@@ -39,9 +39,11 @@ export const TITLE_WEIGHTS = weights((c) => (BASE(c) === 'title' ? 1 : 0));
 export const TAGS_WEIGHTS = weights((c) => (BASE(c) === 'tags' ? 1 : 0));
 
 /**
- * FTS5 rowids cluster by account: `account seq * 2^32 + n`. A rowid range then confines every
- * doclist walk (and bm25's work) to one account; an account token in the MATCH would make bm25
- * count that token's whole doclist on every query. Both parts stay within 2^53 (safe integers).
+ * FTS5 rowids cluster by account: `account seq * 2^32 + n`. A rowid range then confines the
+ * match and bm25's per-row work to one account; an account token in the MATCH would make bm25
+ * count that token's whole doclist on every query. (bm25 still counts each query phrase's matches
+ * over the whole table once per query: FTS5 runs that count through xQueryPhrase, which takes no
+ * rowid bound; docs/search.md "Tenancy".) Both parts stay within 2^53 (safe integers).
  */
 export const DOCS_PER_ACCOUNT = 2 ** 32;
 export const MAX_ACCOUNT_SEQ = 2 ** 21 - 1;
