@@ -126,6 +126,7 @@ describeEachDatabase('GET /search: filters, dates, sorting and pages', (h) => {
     let acc2: TestAccount;
     const ids: Record<string, string> = {};
     const long = 'x'.repeat(130);
+    const manyWords = Array.from({ length: 270 }, (_, i) => `w${i}`).join(' ');
     before(async () => {
       acc2 = await h.account('enterprise');
       const make = async (name: string, tags: string[], metadata: Record<string, string>, type = 'note') => {
@@ -143,6 +144,10 @@ describeEachDatabase('GET /search: filters, dates, sorting and pages', (h) => {
       });
       await make('plain', ['a b', 'beta'], { status: 'published', author: 'Ann' }, 'record');
       await make('split', ['alpha', 'beta'], { status: 'in review', description: 'a long winding tale' });
+      await make('largest', [manyWords.slice(0, 64).trim()], {
+        status: manyWords.slice(0, 1000).trim(),
+        description: manyWords.slice(0, 1000).trim(),
+      });
     });
     const cases: Array<[string | string[], string[]]> = [
       ['tag:gamma', ['long']],
@@ -173,6 +178,26 @@ describeEachDatabase('GET /search: filters, dates, sorting and pages', (h) => {
         }
       });
     }
+
+    it('the largest filters allowed (20 of up to 1,100 characters, hundreds of words each) are answered', async () => {
+      const filter = [
+        ...Array.from({ length: 10 }, () => `tag:${manyWords.slice(0, 64).trim()}`),
+        ...Array.from(
+          { length: 10 },
+          (_, i) => `${i % 2 ? 'status' : 'metadata.description'}:${manyWords.slice(0, 1000).trim()}`,
+        ),
+      ];
+      const res = await search(h, acc2.adminKey, { q: 'zephyr', filter });
+      assert.equal(res.status, 200, res.raw);
+      assert.deepEqual(
+        res.body.data.results.map((r: { id: string }) => ids[r.id]),
+        ['largest'],
+      );
+      filter[0] = `tag:${manyWords.slice(3, 67).trim()}`;
+      const none = await search(h, acc2.adminKey, { q: 'zephyr', filter });
+      assert.equal(none.status, 200, none.raw);
+      assert.equal(none.body.data.total, 0);
+    });
 
     it('a filter leaves the scores as they are without it, and pages still add up', async () => {
       const all = await search(h, acc2.adminKey, { q: 'zephyr OR beta', limit: 100 });
