@@ -179,18 +179,35 @@ export async function search(db: Db, q: SearchQuery): Promise<SearchPage> {
   if (q.to !== undefined) conditions.push(sql`s.created_at <= ${q.to}`);
   // Relevance order over the FTS5 rows alone is the hot path: no per-match row lookup.
   if (conditions.length === 0 && q.sort === 'relevance') return searchByRelevance(db, q, fts, range);
-  return searchFiltered(db, q, narrowed(q, fts, range), conditions);
+  return searchFiltered(db, q, await narrowed(db, q, fts, range), conditions);
 }
 
 /**
- * `fts` narrowed to the rows that can pass the query's filters, where FTS5 can tell (filterMatch):
- * the query's MATCH ANDed with the filters' phrases gives the candidates from doclists, so only
- * their rows are looked up, and bm25 (which keeps the query's own MATCH, so scores do not change)
- * runs only on them. `+rowid` keeps the set out of FTS5's plan, as in searchByRelevance.
+ * Above this many matches of the query's words, a filtered search finds its candidates through the
+ * filters' doclists (below); up to it, reading each match's row is cheaper than walking those
+ * doclists, which hold a large part of the account (at 1,000,000 objects, p50 2.3 against 5.1 ms
+ * for 165 matches, 36 against 13 ms for 10,000: docs/benchmarks.md).
  */
-function narrowed(q: SearchQuery, fts: RawBuilder<unknown>, range: [number, number]): RawBuilder<unknown> {
+export const NARROW_ABOVE = 256;
+
+/**
+ * `fts` narrowed to the rows that can pass the query's filters, where FTS5 can tell (filterMatch)
+ * and the query has more than NARROW_ABOVE matches (an FTS5 count that stops there): the query's
+ * MATCH ANDed with the filters' phrases gives the candidates from doclists, so only their rows are
+ * looked up, and bm25 (which keeps the query's own MATCH, so scores do not change) runs only on
+ * them. `+rowid` keeps the set out of FTS5's plan, as in searchByRelevance.
+ */
+async function narrowed(
+  db: Db,
+  q: SearchQuery,
+  fts: RawBuilder<unknown>,
+  range: [number, number],
+): Promise<RawBuilder<unknown>> {
   const filters = filterMatch(q.filters);
   if (filters === null) return fts;
+  const { rows } = await sql<{ n: number }>`
+    SELECT count(*) AS n FROM (SELECT 1 FROM search_fts WHERE ${fts} LIMIT ${NARROW_ABOVE + 1})`.execute(db);
+  if (Number(rows[0]?.n ?? 0) <= NARROW_ABOVE) return fts;
   return sql`${fts} AND +search_fts.rowid IN (SELECT rowid FROM search_fts
     WHERE search_fts MATCH ${`${compileMatch(q.plan)} AND ${filters}`}
     AND rowid BETWEEN ${range[0]} AND ${range[1]})`;
