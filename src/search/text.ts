@@ -3,6 +3,8 @@
 import { stemmer } from 'stemmer';
 
 const COMBINING_MARKS = /\p{M}/gu;
+/** Unpaired UTF-16 surrogates (a valid pair is one astral code point, not `Cs`, under the `u` flag). */
+const LONE_SURROGATES = /\p{Cs}/gu;
 const NON_WORD = /[^\p{L}\p{N}]+/u;
 const NON_WORD_OR_STAR = /[^\p{L}\p{N}*]+/u;
 const STAR_RUN = /\*{2,}/g;
@@ -10,8 +12,16 @@ const STAR_RUN = /\*{2,}/g;
 /** Case- and accent-insensitive form of `s`: NFKD, combining marks removed, lower case. */
 export function foldText(s: string): string {
   // Lower-casing after NFKD catches compatibility forms that decompose to capitals (㎒ -> MHz);
-  // lower-casing can itself produce marks (İ -> i + U+0307), hence the second pass.
-  return s.normalize('NFKD').toLowerCase().normalize('NFKD').replace(COMBINING_MARKS, '');
+  // lower-casing can itself produce marks (İ -> i + U+0307), hence the second pass. Unpaired
+  // surrogates (which request validation refuses anyway) become spaces first, as they separated
+  // words before: removing a mark between two of them would pair them into a character that NFKD
+  // has not seen, and folding would no longer be idempotent.
+  return s
+    .replace(LONE_SURROGATES, ' ')
+    .normalize('NFKD')
+    .toLowerCase()
+    .normalize('NFKD')
+    .replace(COMBINING_MARKS, '');
 }
 
 const ASCII_WORD = /^[A-Za-z0-9]+$/;
