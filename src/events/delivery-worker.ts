@@ -41,6 +41,13 @@ export interface DeliveryWorker extends Worker {
 
 type Targets = Awaited<ReturnType<typeof loadTargets>>;
 
+/**
+ * Attempts one worker runs at once. 16 kept up with SQLite writes only at about four fifths of
+ * their rate in a burst, so deliveries queued behind them; with 64 they keep pace (bench/webhooks,
+ * docs/benchmarks.md).
+ */
+const DEFAULT_CONCURRENCY = 64;
+
 // Longest wait for slots to free up before claiming more from a backlog.
 const COALESCE_MS = 50;
 // How long finished attempts wait to share a transaction, and how many may share one.
@@ -59,7 +66,7 @@ export function createDeliveryWorker(ctx: AppContext, opts: DeliveryWorkerOption
   const { config, database, clock } = ctx;
   const log = ctx.logger.child({ component: 'webhook-worker' });
   const batchSize = opts.batchSize ?? 50;
-  const concurrency = opts.concurrency ?? 16;
+  const concurrency = opts.concurrency ?? DEFAULT_CONCURRENCY;
   const pollMs = opts.pollMs ?? 1000;
   const { timeoutMs, retrySchedule } = config.webhook;
   // Longer than any attempt (deadline plus the outcome write), so a live claim never expires.
