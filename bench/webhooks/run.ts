@@ -266,7 +266,7 @@ ${cpus.length} × ${cpus[0]?.model.trim() ?? 'unknown CPU'}, Node ${process.vers
 ${loadBefore.toFixed(1)} at the start (other jobs shared the machine; figures on an idle one are higher).
 Data objects are created through the service: each write commits the object, its \`data.created\`
 event and one delivery per webhook in one transaction (SQLite \`synchronous=FULL\`, PostgreSQL
-synchronous commit). One in-process delivery worker with its default settings (batch 50, 64 in
+synchronous commit). One in-process delivery worker with its default settings (batch 64, 64 in
 flight) signs each payload (\`X-Service-Signature\` and \`webhook-signature\`) and POSTs it over HTTPS to a
 local receiver that answers 204. *Commit→delivery* runs from the write's commit to the receiver
 having read the request; *idle* writes once at a time (the worker is asleep each time: this is the
