@@ -442,7 +442,9 @@ const generated: fc.Arbitrary<Body> = fc
     metadata: {
       author: clipTo(g.author, 1000),
       description: clipTo(g.description, 1000),
-      [nonBlank(clipTo(g.key, 64), 'k')]: clipTo(g.title, 1000),
+      // fast-check's strings include `__proto__` now and then, a key the API refuses with
+      // 400 invalid_json (docs/api.md); that refusal has its own tests.
+      [g.key === '__proto__' ? 'k' : nonBlank(clipTo(g.key, 64), 'k')]: clipTo(g.title, 1000),
     },
   }));
 
