@@ -13,6 +13,8 @@ import { search } from '../search/corpus.ts';
 const LONG = process.env.ADS_RELIABILITY_LONG === '1';
 const GENERATED = LONG ? 3_000 : 200;
 const SEED = Number(process.env.ADS_FUZZ_SEED ?? Math.floor(Math.random() * 2 ** 31));
+/** Leads every failure message of the generated corpus, so a failing run can be replayed. */
+const REPLAY = `ADS_FUZZ_SEED=${SEED}`;
 
 // ---------------------------------------------------------------------------------------------
 // A small strict HTML tokenizer: text, character references, start/end tags, comments, doctype,
@@ -545,7 +547,11 @@ async function createAll(h: Harness, acc: TestAccount, bodies: Body[], stored: M
     await Promise.all(
       bodies.slice(i, i + 10).map(async (body) => {
         const res = await h.request('POST', '/v1/data', { key: acc.adminKey, body });
-        assert.equal(res.status, 201, `${JSON.stringify(body).slice(0, 300)} -> ${res.raw.slice(0, 300)}`);
+        assert.equal(
+          res.status,
+          201,
+          `${REPLAY}: ${JSON.stringify(body).slice(0, 300)} -> ${res.raw.slice(0, 300)}`,
+        );
         const d = res.body.data;
         stored.set(d.id, { title: d.title, type: d.type, content: d.content });
       }),
@@ -559,7 +565,7 @@ async function checkQuery(h: Harness, acc: TestAccount, q: string, stored: Map<s
   let total = -1;
   for (let page = 1; ; page++) {
     const res = await search(h, acc.adminKey, { q, limit: 100, page });
-    assert.equal(res.status, 200, `${q}: ${res.raw.slice(0, 300)}`);
+    assert.equal(res.status, 200, `${REPLAY} ${q}: ${res.raw.slice(0, 300)}`);
     total = res.body.data.total;
     for (const r of res.body.data.results as { id: string; excerpt: string }[]) {
       assert.ok(!seen.has(r.id), `${q}: ${r.id} on two pages`);
@@ -584,7 +590,7 @@ async function checkQuery(h: Harness, acc: TestAccount, q: string, stored: Map<s
     }
     if (page * 100 >= total) break;
   }
-  assert.equal(seen.size, total, `${q}: every result seen once`);
+  assert.equal(seen.size, total, `${REPLAY} ${q}: every result seen once`);
   return total;
 }
 
@@ -638,8 +644,8 @@ describeEachDatabase('search excerpts from a hostile corpus, parsed as HTML', (h
         `decoded "<script>" shown=${tally.scriptShown} ` +
         `unescaped copies caught=${tally.brokenCaught}/${tally.brokenTried}`,
     );
-    assert.equal(tally.otherElements, 0, tally.problems.slice(0, 20).join('\n'));
-    assert.deepEqual(tally.problems.slice(0, 20), []);
+    assert.equal(tally.otherElements, 0, [REPLAY, ...tally.problems.slice(0, 20)].join('\n'));
+    assert.deepEqual(tally.problems.slice(0, 20), [], REPLAY);
     // The corpus did exercise the cases: matches, markup in the window, and the check's teeth.
     assert.ok(tally.withEm > stored.size, `${tally.withEm} excerpts with <em>; totals ${totals.join(' ')}`);
     assert.ok(tally.scriptShown > 0, 'some excerpt shows a user-written <script> as text');
