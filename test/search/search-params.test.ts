@@ -130,6 +130,9 @@ describeEachDatabase('GET /search: filters, dates, sorting and pages', (h) => {
     const ids: Record<string, string> = {};
     const long = 'x'.repeat(130);
     const manyWords = Array.from({ length: 270 }, (_, i) => `w${i}`).join(' ');
+    // The longest tag (64 characters) and metadata value (1,000) the API takes, made of many words.
+    const longestTag = manyWords.slice(0, 64).trim();
+    const longestValue = manyWords.slice(0, 1000).trim();
     const FILLERS = NARROW_ABOVE + 50;
     before(async () => {
       acc2 = await h.account('enterprise');
@@ -148,9 +151,9 @@ describeEachDatabase('GET /search: filters, dates, sorting and pages', (h) => {
       });
       await make('plain', ['a b', 'beta'], { status: 'published', author: 'Ann' }, 'record');
       await make('split', ['alpha', 'beta'], { status: 'in review', description: 'a long winding tale' });
-      await make('largest', [manyWords.slice(0, 64).trim()], {
-        status: manyWords.slice(0, 1000).trim(),
-        description: manyWords.slice(0, 1000).trim(),
+      await make('largest', [longestTag], {
+        status: longestValue,
+        description: longestValue,
       });
       for (let i = 0; i < FILLERS; i += 50) {
         await Promise.all(
@@ -204,10 +207,10 @@ describeEachDatabase('GET /search: filters, dates, sorting and pages', (h) => {
 
     it('the largest filters allowed (20 of up to 1,100 characters, hundreds of words each) are answered', async () => {
       const filter = [
-        ...Array.from({ length: 10 }, () => `tag:${manyWords.slice(0, 64).trim()}`),
+        ...Array.from({ length: 10 }, () => `tag:${longestTag}`),
         ...Array.from(
           { length: 10 },
-          (_, i) => `${i % 2 ? 'status' : 'metadata.description'}:${manyWords.slice(0, 1000).trim()}`,
+          (_, i) => `${i % 2 ? 'status' : 'metadata.description'}:${longestValue}`,
         ),
       ];
       const res = await search(h, acc2.adminKey, { q: 'zephyr', filter });
