@@ -7,6 +7,7 @@ import Fastify, {
   type FastifySchemaCompiler,
   LogController,
 } from 'fastify';
+import type { Logger } from 'pino';
 import type { AppContext } from './context.ts';
 import { installAuth, installScopeCheck } from './http/auth.ts';
 import { clientErrorHandler, frameworkErrors, installErrorHandling } from './http/error-handler.ts';
@@ -20,6 +21,7 @@ import { ErrorBody } from './http/schemas.ts';
 import './http/types.ts';
 import { createValidatorCompiler } from './http/validation.ts';
 import { newId } from './lib/ids.ts';
+import { LazyChildLogger, requestLineWriter } from './lib/logger.ts';
 import { accountRoutes } from './modules/accounts/routes.ts';
 import { apiKeyRoutes } from './modules/api-keys/routes.ts';
 import { dataRoutes } from './modules/data/routes.ts';
@@ -84,6 +86,9 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     loggerInstance: ctx.logger as FastifyBaseLogger,
     // One log line per response (below) instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),
+    // request.log binds the request id, but is made only when something logs through it.
+    childLoggerFactory: (logger, bindings, options) =>
+      new LazyChildLogger(logger as Logger, bindings, options) as unknown as FastifyBaseLogger,
     genReqId: () => newId('request'),
     requestIdHeader: false,
     bodyLimit: config.bodyLimit,
@@ -110,17 +115,16 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   installSecurityHeaders(app);
   if (config.trustProxy) installHttpsGuard(app);
   app.addHook('onClose', async () => ctx.rateLimiter.close());
-  // A callback hook: no promise per request just to write a log line.
+  // One line per answered request. A callback hook: no promise per request just to write a log line.
+  const writeRequestLine = requestLineWriter(ctx.logger);
   app.addHook('onResponse', (request, reply, done) => {
-    request.log.info(
-      {
-        method: request.method,
-        url: request.routeOptions.url ?? request.url,
-        status: reply.statusCode,
-        ms: Math.round(reply.elapsedTime),
-      },
-      'request',
-    );
+    writeRequestLine({
+      requestId: request.id,
+      method: request.method,
+      url: request.routeOptions.url ?? request.url,
+      status: reply.statusCode,
+      ms: Math.round(reply.elapsedTime),
+    });
     done();
   });
 

@@ -1,6 +1,6 @@
 import { after, before, describe } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import { buildApp } from '../../src/app.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
 import type { AppContext } from '../../src/context.ts';
@@ -56,7 +56,11 @@ export function testConfig(dataDir: string, overrides: Record<string, string> = 
 }
 
 /** Builds a harness; call setup() in before() and teardown() in after(). */
-export function createHarness(dialect: TestDialect, env: Record<string, string> = {}) {
+export function createHarness(
+  dialect: TestDialect,
+  env: Record<string, string> = {},
+  opts: { logger?: Logger } = {},
+) {
   const h = { dialect, clock: { now: null as number | null } } as Harness & {
     setup(): Promise<void>;
     teardown(): Promise<void>;
@@ -69,7 +73,7 @@ export function createHarness(dialect: TestDialect, env: Record<string, string> 
     h.database = openDatabase(h.config.database);
     await migrate(h.database);
     const clock: Clock = () => h.clock.now ?? Date.now();
-    const logger = pino({ level: 'silent' });
+    const logger = opts.logger ?? pino({ level: 'silent' });
     const rateLimiter = createRateLimiter({
       redis: h.config.redisUrl
         ? { url: h.config.redisUrl, keyPrefix: `ads:test:${newId('request')}` }

@@ -1,0 +1,176 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import pino from 'pino';
+import { createLogger, LazyChildLogger, requestLineWriter } from '../../src/lib/logger.ts';
+import { createHarness } from '../helpers/harness.ts';
+
+/** A logger as the service makes it, writing its lines into an array. */
+function capture(level = 'info') {
+  const lines: Record<string, unknown>[] = [];
+  const logger = createLogger(level, { write: (s: string) => lines.push(JSON.parse(s)) });
+  return { logger, lines };
+}
+
+const withoutTime = ({ time, ...rest }: Record<string, unknown>) => {
+  assert.match(String(time), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+  return rest;
+};
+
+describe('request line', () => {
+  const line = { requestId: 'req_1', method: 'GET', url: '/v1/data/:id', status: 200, ms: 3 };
+
+  it('is the line logger.info would write, field for field and in the same order', () => {
+    const { logger, lines } = capture();
+    requestLineWriter(logger)(line);
+    logger.info({ request_id: 'req_1', method: 'GET', url: '/v1/data/:id', status: 200, ms: 3 }, 'request');
+    assert.equal(lines.length, 2);
+    const [direct, viaPino] = lines.map(withoutTime);
+    assert.deepEqual(direct, viaPino);
+    assert.deepEqual(Object.keys(direct!), Object.keys(viaPino!));
+    assert.deepEqual(direct, {
+      level: 30,
+      service: 'ads',
+      request_id: 'req_1',
+      method: 'GET',
+      url: '/v1/data/:id',
+      status: 200,
+      ms: 3,
+      msg: 'request',
+    });
+  });
+
+  it('masks credentials in the path and every query value, and escapes what it quotes', () => {
+    const { logger, lines } = capture();
+    const write = requestLineWriter(logger);
+    write({ ...line, url: '/v1/invitations/adsinv_AAAAAAAAAAAAAAAAAAAAAAAA/accept?token=x&flag' });
+    write({ ...line, url: '/v1/nope/ads_BBBBBBBBBBBBBBBBBBBBBBBB?q=ads_CCCCCCCCCCCCCCCCCCCC' });
+    write({ ...line, method: 'GET"\\', url: '/v1/"quoted"\n' });
+    assert.equal(lines[0]!.url, '/v1/invitations/adsinv_[redacted]/accept?token=[redacted]&flag');
+    assert.equal(lines[1]!.url, '/v1/nope/ads_[redacted]?q=[redacted]');
+    assert.equal(lines[2]!.method, 'GET"\\');
+    assert.equal(lines[2]!.url, '/v1/"quoted"\n');
+    assert.ok(!JSON.stringify(lines).includes('BBBB') && !JSON.stringify(lines).includes('CCCC'));
+  });
+
+  it('follows the level: nothing below warn, and a logger raised later stops writing', () => {
+    const quiet = capture('warn');
+    requestLineWriter(quiet.logger)(line);
+    assert.equal(quiet.lines.length, 0);
+    const loud = capture('info');
+    const write = requestLineWriter(loud.logger);
+    write(line);
+    loud.logger.level = 'error';
+    write(line);
+    assert.equal(loud.lines.length, 1);
+  });
+
+  it("carries a child logger's bindings after the service's, as pino would", () => {
+    const { logger, lines } = capture();
+    const child = logger.child({ extra: 1 });
+    requestLineWriter(child)(line);
+    child.info({ request_id: 'req_1', method: 'GET', url: '/v1/data/:id', status: 200, ms: 3 }, 'request');
+    const [direct, viaPino] = lines.map(withoutTime);
+    assert.deepEqual(Object.entries(direct!), Object.entries(viaPino!));
+    assert.equal(direct!.extra, 1);
+    assert.equal(direct!.service, 'ads');
+  });
+});
+
+describe('request logger (LazyChildLogger)', () => {
+  it('makes no pino child until something logs, then binds the request id to every line', () => {
+    const { logger, lines } = capture();
+    let children = 0;
+    const child = logger.child.bind(logger);
+    logger.child = ((...args: Parameters<typeof child>) => {
+      children++;
+      return child(...args);
+    }) as typeof logger.child;
+    const log = new LazyChildLogger(logger, { request_id: 'req_2' }, {});
+    log.debug('not at info');
+    assert.equal(children, 0, 'a line below the level makes no child');
+    log.error({ err: new Error('boom'), secret: 's3cr3t' }, 'unhandled error');
+    log.info('second');
+    assert.equal(children, 1, 'one child, made on the first line');
+    assert.equal(lines.length, 2);
+    assert.equal(lines[0]!.request_id, 'req_2');
+    assert.equal(lines[0]!.level, 50);
+    assert.equal(lines[0]!.secret, '[redacted]', "the service logger's redaction still applies");
+    assert.equal((lines[0]!.err as { message: string }).message, 'boom');
+    assert.equal(lines[1]!.request_id, 'req_2');
+    assert.equal(lines[1]!.msg, 'second');
+  });
+
+  it('reports and changes its level, and makes grandchildren with both bindings', () => {
+    const { logger, lines } = capture();
+    const log = new LazyChildLogger(logger, { request_id: 'req_3' }, {});
+    assert.equal(log.level, 'info');
+    assert.equal(log.isLevelEnabled('debug'), false);
+    log.level = 'debug';
+    assert.equal(log.level, 'debug');
+    assert.equal(logger.level, 'info', "the parent's level is left alone");
+    log.debug('now on');
+    log.child({ step: 'x' }).info('grandchild');
+    assert.deepEqual(
+      lines.map((l) => [l.msg, l.request_id, l.step]),
+      [
+        ['now on', 'req_3', undefined],
+        ['grandchild', 'req_3', 'x'],
+      ],
+    );
+    const overridden = new LazyChildLogger(pino({ level: 'info' }), {}, { level: 'warn' });
+    assert.equal(overridden.level, 'warn');
+  });
+});
+
+describe('request logging over HTTP', () => {
+  const { logger, lines } = capture();
+  const h = createHarness('sqlite', {}, { logger });
+  before(() => h.setup());
+  after(() => h.teardown());
+
+  it('writes one request line per answer, with the request id the client was given', async () => {
+    const acc = await h.account('enterprise');
+    lines.length = 0;
+    const ok = await h.request('GET', '/v1/data?limit=5', { key: acc.adminKey });
+    const missing = await h.request('GET', '/v1/data/dat_01M86YF9B80TWZHWDTE4W8TE8V', { key: acc.adminKey });
+    const unknownRoute = await h.request('GET', `/v1/nowhere/${acc.adminKey}?key=${acc.adminKey}`);
+    assert.equal(ok.status, 200);
+    assert.equal(missing.status, 404);
+    assert.equal(unknownRoute.status, 404);
+    const requests = lines.filter((l) => l.msg === 'request').map(withoutTime);
+    assert.deepEqual(requests, [
+      {
+        level: 30,
+        service: 'ads',
+        request_id: ok.headers['x-request-id'],
+        method: 'GET',
+        url: '/v1/data',
+        status: 200,
+        ms: requests[0]!.ms,
+        msg: 'request',
+      },
+      {
+        level: 30,
+        service: 'ads',
+        request_id: missing.headers['x-request-id'],
+        method: 'GET',
+        url: '/v1/data/:id',
+        status: 404,
+        ms: requests[1]!.ms,
+        msg: 'request',
+      },
+      {
+        level: 30,
+        service: 'ads',
+        request_id: unknownRoute.headers['x-request-id'],
+        method: 'GET',
+        url: '/v1/nowhere/ads_[redacted]?key=[redacted]',
+        status: 404,
+        ms: requests[2]!.ms,
+        msg: 'request',
+      },
+    ]);
+    for (const r of requests) assert.ok(Number.isInteger(r.ms) && (r.ms as number) >= 0);
+    assert.ok(!JSON.stringify(lines).includes(acc.adminKey.slice(4)), 'the key appears in no line');
+  });
+});
