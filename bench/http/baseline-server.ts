@@ -4,6 +4,11 @@
  * Requests with a body are read to the end first. No routing, validation, auth or database: the
  * limit of this runtime on this machine for the same traffic.
  *
+ * With `"framework": "fastify"` in the spec it is the framework floor instead: Fastify 5 (the
+ * service's framework) with the same TLS settings, one route for every request, the JSON body
+ * parsed, and the same fixed body sent with the real server's response headers. No logging, hooks,
+ * auth, validation or database: what the framework alone costs on the same traffic.
+ *
  *   node --import tsx bench/http/baseline-server.ts <spec.json>
  *
  * Prints `{"port":N}` on stdout once listening.
@@ -11,23 +16,55 @@
 import fs from 'node:fs';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
+import Fastify from 'fastify';
 import { type BaselineSpec, baselineBody, routeKind } from './baseline.ts';
 
 const spec = JSON.parse(fs.readFileSync(process.argv[2]!, 'utf8')) as BaselineSpec;
-const answers = new Map(
+const tls = {
+  key: fs.readFileSync(spec.keyFile),
+  cert: fs.readFileSync(spec.certFile),
+  minVersion: 'TLSv1.2' as const,
+};
+
+interface Answer {
+  status: number;
+  headers: Record<string, string | number>;
+  body: Buffer | undefined;
+}
+
+const answers = new Map<string, Answer>(
   Object.entries(spec.routes).map(([kind, r]) => {
     const body = r.bytes > 0 ? baselineBody(r.bytes) : undefined;
-    const headers: Record<string, string | number> = { 'content-length': body?.length ?? 0 };
+    const headers: Record<string, string | number> =
+      spec.framework === 'fastify' ? { ...r.headers } : { 'content-length': body?.length ?? 0 };
     if (body) headers['content-type'] = 'application/json; charset=utf-8';
     return [kind, { status: r.status, headers, body }];
   }),
 );
-const notFound = { status: 404, headers: { 'content-length': 0 }, body: undefined };
+const notFound: Answer = { status: 404, headers: { 'content-length': 0 }, body: undefined };
+const answerFor = (method: string | undefined, url: string | undefined) =>
+  answers.get(routeKind(method ?? 'GET', url ?? '/')) ?? notFound;
 
-const server = https.createServer(
-  { key: fs.readFileSync(spec.keyFile), cert: fs.readFileSync(spec.certFile), minVersion: 'TLSv1.2' },
-  (req, res) => {
-    const answer = answers.get(routeKind(req.method ?? 'GET', req.url ?? '/')) ?? notFound;
+const ready = (port: number) => process.stdout.write(`${JSON.stringify({ port })}\n`);
+
+if (spec.framework === 'fastify') {
+  const app = Fastify({ https: tls, logger: false, bodyLimit: 10 * 2 ** 20 });
+  app.route({
+    method: ['GET', 'POST', 'PATCH', 'DELETE'],
+    url: '/*',
+    handler: (request, reply) => {
+      const answer = answerFor(request.method, request.url);
+      reply.code(answer.status).headers(answer.headers);
+      return reply.send(answer.body ?? null);
+    },
+  });
+  app.server.keepAliveTimeout = 72_000;
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  ready((app.server.address() as AddressInfo).port);
+  process.on('SIGTERM', () => app.close().then(() => process.exit(0)));
+} else {
+  const server = https.createServer(tls, (req, res) => {
+    const answer = answerFor(req.method, req.url);
     const respond = () => {
       res.writeHead(answer.status, answer.headers);
       res.end(answer.body);
@@ -35,10 +72,8 @@ const server = https.createServer(
     // Read the request to its end (a write's JSON body) before answering, as any real handler must.
     req.resume();
     req.once('end', respond);
-  },
-);
-server.keepAliveTimeout = 72_000;
-server.listen(0, '127.0.0.1', () => {
-  process.stdout.write(`${JSON.stringify({ port: (server.address() as AddressInfo).port })}\n`);
-});
-process.on('SIGTERM', () => server.close(() => process.exit(0)));
+  });
+  server.keepAliveTimeout = 72_000;
+  server.listen(0, '127.0.0.1', () => ready((server.address() as AddressInfo).port));
+  process.on('SIGTERM', () => server.close(() => process.exit(0)));
+}

@@ -12,7 +12,21 @@ export type RouteKind = 'get-item' | 'list-date' | 'list-title' | 'create' | 'pa
 export interface BaselineSpec {
   certFile: string;
   keyFile: string;
-  routes: Partial<Record<RouteKind, { status: number; bytes: number }>>;
+  /**
+   * `node` (the baseline): a bare `node:https` handler. `fastify`: the framework floor, Fastify 5
+   * with one route answering the same bodies with the real server's response headers, no logging,
+   * no hooks: what the framework the service is built on costs before any of the service's work.
+   */
+  framework?: 'node' | 'fastify';
+  routes: Partial<Record<RouteKind, BaselineRoute>>;
+}
+
+/** What the real server answered to one kind of request. */
+export interface BaselineRoute {
+  status: number;
+  bytes: number;
+  /** Its response headers but the per-connection ones (date, connection, keep-alive, length). */
+  headers?: Record<string, string>;
 }
 
 /** Classifies a request the way the scenarios shape them. */
@@ -44,7 +58,7 @@ export interface BaselineProcess {
   stop(): Promise<void>;
 }
 
-/** Starts the baseline server in its own process with `spec` written to `specFile`. */
+/** Starts the baseline (or the framework floor) in its own process with `spec` written to `specFile`. */
 export async function launchBaseline(spec: BaselineSpec, specFile: string): Promise<BaselineProcess> {
   fs.writeFileSync(specFile, JSON.stringify(spec));
   const child = spawn(process.execPath, ['--import', 'tsx', PROGRAM, specFile], {

@@ -5,7 +5,10 @@
 import fs from 'node:fs';
 import { Agent, request } from 'undici';
 import { objectGenerator } from '../seed/words.ts';
-import type { BaselineSpec, RouteKind } from './baseline.ts';
+import type { BaselineRoute, BaselineSpec, RouteKind } from './baseline.ts';
+
+// Headers that belong to the connection or the body, which every server sets for itself.
+const OWN_HEADERS = new Set(['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding']);
 
 const ITEM_SAMPLES = 25;
 
@@ -29,7 +32,11 @@ export async function probeSizes(
     });
     const text = Buffer.from(await res.body.arrayBuffer());
     if (res.statusCode >= 300) throw new Error(`${method} ${path} answered ${res.statusCode}: ${text}`);
-    return { status: res.statusCode, bytes: text.length, text: text.toString('utf8') };
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(res.headers)) {
+      if (!OWN_HEADERS.has(name) && value !== undefined) headers[name] = String(value);
+    }
+    return { status: res.statusCode, bytes: text.length, headers, text: text.toString('utf8') };
   };
   try {
     const routes: BaselineSpec['routes'] = {};
@@ -37,8 +44,12 @@ export async function probeSizes(
     for (const id of readIds.slice(0, ITEM_SAMPLES)) items.push(await call('GET', `/v1/data/${id}`));
     items.sort((a, b) => a.bytes - b.bytes);
     const median = items[Math.floor(items.length / 2)];
-    if (median) routes['get-item'] = { status: median.status, bytes: median.bytes };
-    const pick = (r: { status: number; bytes: number }) => ({ status: r.status, bytes: r.bytes });
+    const pick = (r: BaselineRoute): BaselineRoute => ({
+      status: r.status,
+      bytes: r.bytes,
+      headers: r.headers,
+    });
+    if (median) routes['get-item'] = pick(median);
     routes['list-date'] = pick(await call('GET', '/v1/data?limit=20&sort=date'));
     routes['list-title'] = pick(await call('GET', '/v1/data?limit=20&sort=title'));
     const o = objectGenerator(1234, 1024, 1024)();

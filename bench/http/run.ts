@@ -1,8 +1,8 @@
 /**
  * HTTP load against the real server beside a same-run baseline. Per database: seed one account
  * (bench/seed, its own process), start `ads serve` as its own process (timing start-up to ready),
- * start the bare `node:https` baseline as another, then for each scenario drive both from a third
- * process (autocannon over HTTPS on loopback, same settings) and record req/s, latency, errors and
+ * start the bare `node:https` baseline and the Fastify floor as two more, then for each scenario
+ * drive all three from another process (autocannon over HTTPS on loopback, same settings) and record req/s, latency, errors and
  * the server's peak RSS. Prints the tables and writes the `## HTTP` and `## Machine` sections of
  * docs/benchmarks.md (not in smoke or partial runs).
  *
@@ -83,8 +83,10 @@ async function runDatabase(dialect: BenchTarget['dialect'], rows: ResultRow[], d
   const target = await createTarget(dialect, opts.pgUrl);
   let server: ServerProcess | undefined;
   let baseline: BaselineProcess | undefined;
+  let floor: BaselineProcess | undefined;
   const cleanup = async () => {
     await baseline?.stop();
+    await floor?.stop();
     await server?.stop();
     await target.drop();
   };
@@ -131,7 +133,11 @@ async function runDatabase(dialect: BenchTarget['dialect'], rows: ResultRow[], d
       { certFile: fixtures.certFile, keyFile: fixtures.keyFile, routes },
       path.join(target.dataDir, 'baseline-spec.json'),
     );
-    const baselines = new Map<string, LoadResult>();
+    floor = await launchBaseline(
+      { certFile: fixtures.certFile, keyFile: fixtures.keyFile, routes, framework: 'fastify' },
+      path.join(target.dataDir, 'floor-spec.json'),
+    );
+    const baselines = new Map<string, { base: LoadResult; floor: LoadResult }>();
     if (opts.warmupSeconds > 0) {
       // The server's code is still cold after start-up: one unmeasured read pass (3× the per-row
       // warm-up) so the first scenario is not measured against a cold JIT while later ones are not.
@@ -179,28 +185,33 @@ async function runDatabase(dialect: BenchTarget['dialect'], rows: ResultRow[], d
       });
       const jobFile = path.join(target.dataDir, `job-${scenario.name}.json`);
       const cycleKey = scenario.cycle.join(',');
-      // The rate-limited reads send what the plain reads sent: their baseline is the same run's.
-      // With --rounds, baseline and server legs alternate and the row takes their medians (a
-      // DELETE row runs once: its id list is used up by the first leg).
+      // The rate-limited reads send what the plain reads sent: their baseline and floor are the
+      // same run's. With --rounds, baseline, floor and server legs alternate and the row takes
+      // their medians (a DELETE row runs once: its id list is used up by the first leg).
       const rounds = scenario.cycle.includes('delete') ? 1 : opts.rounds;
       const cached = baselines.get(cycleKey);
       const baseLegs: LoadResult[] = [];
+      const floorLegs: LoadResult[] = [];
       const serverLegs: Array<LoadResult & { peakRss: number | undefined }> = [];
       for (let r = 0; r < rounds; r++) {
-        if (!cached) baseLegs.push(await runLoad(job(baseline.url), jobFile, baseline.pid));
+        if (!cached) {
+          baseLegs.push(await runLoad(job(baseline.url), jobFile, baseline.pid));
+          floorLegs.push(await runLoad(job(floor.url), jobFile, floor.pid));
+        }
         serverLegs.push(await runLoad(job(server!.url), jobFile, server!.pid));
       }
-      const base = cached ?? medianLoad(baseLegs);
-      baselines.set(cycleKey, base);
+      const same = cached ?? { base: medianLoad(baseLegs), floor: medianLoad(floorLegs) };
+      baselines.set(cycleKey, same);
       const measured = medianLoad(serverLegs);
       rows.push({
         scenario: scenario.name,
         label: scenario.label,
         db: label,
         server: measured,
-        baseline: base,
+        baseline: same.base,
+        floor: same.floor,
       });
-      log(describeRow(label, scenario, measured, base));
+      log(describeRow(label, scenario, measured, same.base, same.floor));
     }
     summary.load[1] = os.loadavg()[0]!;
   } finally {
@@ -233,13 +244,21 @@ function medianLoad<T extends LoadResult & { peakRss?: number | undefined }>(leg
   };
 }
 
-function describeRow(db: string, s: Scenario, m: LoadResult & { peakRss?: number }, b: LoadResult) {
+function describeRow(
+  db: string,
+  s: Scenario,
+  m: LoadResult & { peakRss?: number },
+  b: LoadResult,
+  f: LoadResult,
+) {
   const errors = m.non2xx + m.socketErrors;
   const rss = m.peakRss === undefined ? '?' : (m.peakRss / 2 ** 20).toFixed(0);
+  const of = (x: LoadResult) => (x.rps / Math.max(b.rps, 1e-9)).toFixed(2);
   return (
     `${db.padEnd(8)} ${s.label.padEnd(40)} ${Math.round(m.rps).toString().padStart(6)} req/s ` +
     `p50 ${m.p50.toFixed(1)} p95 ${m.p95.toFixed(1)} p99 ${m.p99.toFixed(1)} ms, ${errors} errors, ` +
-    `RSS ${rss} MB | baseline ${Math.round(b.rps)} req/s -> ${(m.rps / Math.max(b.rps, 1e-9)).toFixed(2)}x`
+    `RSS ${rss} MB | baseline ${Math.round(b.rps)} req/s -> ${of(m)}x | Fastify floor ` +
+    `${Math.round(f.rps)} req/s (${of(f)}x)`
   );
 }
 
@@ -251,6 +270,10 @@ const INTRO = [
   'the body read to its end, then 201/200/204), driven with the same settings. `ratio` = server req/s ÷',
   'baseline req/s. Errors count non-2xx answers and socket errors; latency percentiles are over 2xx',
   "answers; peak RSS is the server process's high-water mark during the row (Linux VmHWM, reset per row).",
+  'The **Fastify floor**, in a fourth process and driven the same way, is Fastify 5 (the framework the',
+  'service is built on) with the same TLS settings and one route answering the same bodies with the real',
+  "server's response headers (the JSON body parsed, no logging, hooks, auth or database): `floor ratio` =",
+  'floor req/s ÷ baseline req/s, the most any service on this framework could reach for that row.',
   'One account holds every object (content ~0.7–1.3 KB from a fixed-seed word generator); seeded objects',
   'are written in batched inserts and are **not** in the search index (objects written by the scenarios',
   'are), so DELETE of a seeded object skips the vocabulary update an indexed one would need: use',
@@ -273,7 +296,7 @@ function block(options: HttpOptions, rows: ResultRow[], dbs: DbSummary[], machin
     `${options.scenarios.length} scenarios × ${options.dbs.join(' and ')}; each row ${options.seconds} s after ` +
       `${options.warmupSeconds} s of warm-up, ${options.connections} connections` +
       (options.rounds > 1
-        ? `, median of ${options.rounds} alternating baseline and server legs (DELETE: one leg)`
+        ? `, median of ${options.rounds} alternating baseline, floor and server legs (DELETE: one leg)`
         : '') +
       `. Command: \`npm run bench -- http --db ${dbFlag} --objects ${options.objects}` +
       `${options.rounds > 1 ? ` --rounds ${options.rounds}` : ''}\`.`,

@@ -11,6 +11,8 @@ export interface ResultRow {
   db: string;
   server: LoadResult & { peakRss: number | undefined };
   baseline: LoadResult;
+  /** The Fastify floor on the same traffic (bench/http/baseline-server.ts). */
+  floor: LoadResult;
 }
 
 export interface DbSummary {
@@ -38,11 +40,13 @@ function errors(r: LoadResult): string {
   return `${int(total)} (${detail.join(', ')})`;
 }
 
-/** The main table: server figures, then the baseline's req/s and the ratio. */
+const floorRatio = (r: ResultRow) => (r.baseline.rps > 0 ? r.floor.rps / r.baseline.rps : 0);
+
+/** The main table: server figures, the baseline's req/s and the ratio, then the Fastify floor's. */
 export function resultsTable(rows: ResultRow[]): string {
   const head = [
-    '| scenario | db | req/s | p50 ms | p95 ms | p99 ms | errors | peak RSS MB | baseline req/s | baseline p99 ms | ratio |',
-    '|---|---|--:|--:|--:|--:|---|--:|--:|--:|--:|',
+    '| scenario | db | req/s | p50 ms | p95 ms | p99 ms | errors | peak RSS MB | baseline req/s | baseline p99 ms | ratio | Fastify floor req/s | floor ratio |',
+    '|---|---|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|',
   ];
   const body = rows.map((r) =>
     [
@@ -57,6 +61,8 @@ export function resultsTable(rows: ResultRow[]): string {
       int(r.baseline.rps),
       ms(r.baseline.p99),
       `${ratio(r).toFixed(2)}×`,
+      int(r.floor.rps),
+      `${floorRatio(r).toFixed(2)}×`,
     ].join(' | '),
   );
   return [...head, ...body.map((line) => `| ${line} |`)].join('\n');
