@@ -138,37 +138,20 @@ describe('request logging over HTTP', () => {
     assert.equal(missing.status, 404);
     assert.equal(unknownRoute.status, 404);
     const requests = lines.filter((l) => l.msg === 'request').map(withoutTime);
+    const expected = (res: { headers: Record<string, unknown> }, url: string, status: number, i: number) => ({
+      level: 30,
+      service: 'ads',
+      request_id: res.headers['x-request-id'],
+      method: 'GET',
+      url,
+      status,
+      ms: requests[i]?.ms,
+      msg: 'request',
+    });
     assert.deepEqual(requests, [
-      {
-        level: 30,
-        service: 'ads',
-        request_id: ok.headers['x-request-id'],
-        method: 'GET',
-        url: '/v1/data',
-        status: 200,
-        ms: requests[0]!.ms,
-        msg: 'request',
-      },
-      {
-        level: 30,
-        service: 'ads',
-        request_id: missing.headers['x-request-id'],
-        method: 'GET',
-        url: '/v1/data/:id',
-        status: 404,
-        ms: requests[1]!.ms,
-        msg: 'request',
-      },
-      {
-        level: 30,
-        service: 'ads',
-        request_id: unknownRoute.headers['x-request-id'],
-        method: 'GET',
-        url: '/v1/nowhere/ads_[redacted]?key=[redacted]',
-        status: 404,
-        ms: requests[2]!.ms,
-        msg: 'request',
-      },
+      expected(ok, '/v1/data', 200, 0),
+      expected(missing, '/v1/data/:id', 404, 1),
+      expected(unknownRoute, '/v1/nowhere/ads_[redacted]?key=[redacted]', 404, 2),
     ]);
     for (const r of requests) assert.ok(Number.isInteger(r.ms) && (r.ms as number) >= 0);
     assert.ok(!JSON.stringify(lines).includes(acc.adminKey.slice(4)), 'the key appears in no line');
