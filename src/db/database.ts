@@ -1,6 +1,6 @@
 import { CompiledQuery, Kysely, type Migration, type MigrationProvider, Migrator, sql } from 'kysely';
 import type { DatabaseConfig } from '../config.ts';
-import { groupCommit } from './group-commit.ts';
+import { asBatch, groupCommit } from './group-commit.ts';
 import * as m0001 from './migrations/0001-initial.ts';
 import * as m0002 from './migrations/0002-search.ts';
 import * as m0003 from './migrations/0003-members.ts';
@@ -34,7 +34,10 @@ export function openDatabase(config: DatabaseConfig): Database {
     return {
       db,
       dialect: 'postgres',
-      write: (fn) => db.transaction().execute(fn),
+      // One write per transaction, run as a batch of one so that work deferred with beforeCommit
+      // (the search vocabulary upsert) runs last: its row locks, which every concurrent writer to
+      // the account wants for the common words, are then held only until the COMMIT.
+      write: (fn) => db.transaction().execute((trx) => asBatch(trx, () => fn(trx))),
       close: () => db.destroy(),
     };
   }
