@@ -83,9 +83,13 @@ export class LazyChildLogger {
     this.real.level = level;
   }
 
+  /** Who decides whether a level is on: the child once made, or when it sets its own level. */
+  private get gate(): Logger {
+    return this.#child ?? (this.options.level ? this.real : this.parent);
+  }
+
   private log(level: Level, args: LogArgs) {
-    const target = this.#child ?? this.parent;
-    if (!target.isLevelEnabled(level)) return;
+    if (!this.gate.isLevelEnabled(level)) return;
     (this.real[level] as (...a: unknown[]) => void)(...args);
   }
 
@@ -96,7 +100,7 @@ export class LazyChildLogger {
   debug = (...args: LogArgs) => this.log('debug', args);
   trace = (...args: LogArgs) => this.log('trace', args);
   silent = () => {};
-  isLevelEnabled = (level: string) => (this.#child ?? this.parent).isLevelEnabled(level);
+  isLevelEnabled = (level: string) => this.gate.isLevelEnabled(level);
   child = (bindings: pino.Bindings, options?: pino.ChildLoggerOptions) => this.real.child(bindings, options);
 }
 
@@ -122,11 +126,10 @@ export function requestLineWriter(logger: Logger): (line: RequestLine) => void {
     | { write(s: string): unknown }
     | undefined;
   const base = JSON.stringify(logger.bindings()).slice(1, -1);
-  const direct = typeof stream?.write === 'function';
   return (line) => {
     if (!logger.isLevelEnabled('info')) return;
     const url = scrubUrl(line.url);
-    if (!direct || !stream) {
+    if (typeof stream?.write !== 'function') {
       logger.info(
         { request_id: line.requestId, method: line.method, url, status: line.status, ms: line.ms },
         'request',

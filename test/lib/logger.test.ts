@@ -117,8 +117,15 @@ describe('request logger (LazyChildLogger)', () => {
         ['grandchild', 'req_3', 'x'],
       ],
     );
-    const overridden = new LazyChildLogger(pino({ level: 'info' }), {}, { level: 'warn' });
-    assert.equal(overridden.level, 'warn');
+    const raised = new LazyChildLogger(pino({ level: 'info' }), {}, { level: 'warn' });
+    assert.equal(raised.level, 'warn');
+    assert.equal(raised.isLevelEnabled('info'), false);
+    // A route's own lower level (Fastify passes it as the child's level) opens lines the parent's shuts.
+    const routeLevel = new LazyChildLogger(logger, { request_id: 'req_4' }, { level: 'debug' });
+    assert.equal(routeLevel.isLevelEnabled('debug'), true);
+    routeLevel.debug('route debug');
+    assert.equal(lines.at(-1)?.msg, 'route debug');
+    assert.equal(lines.at(-1)?.request_id, 'req_4');
   });
 });
 
