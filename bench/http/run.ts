@@ -2,9 +2,9 @@
  * HTTP load against the real server beside a same-run baseline. Per database: seed one account
  * (bench/seed, its own process), start `ads serve` as its own process (timing start-up to ready),
  * start the bare `node:https` baseline and the Fastify floor as two more, then for each scenario
- * drive all three from another process (autocannon over HTTPS on loopback, same settings) and record req/s, latency, errors and
- * the server's peak RSS. Prints the tables and writes the `## HTTP` and `## Machine` sections of
- * docs/benchmarks.md (not in smoke or partial runs).
+ * drive all three from another process (autocannon over HTTPS on loopback, same settings) and
+ * record req/s, latency, errors and the server's peak RSS. Prints the tables and writes the
+ * `## HTTP` and `## Machine` sections of docs/benchmarks.md (not in smoke or partial runs).
  *
  *   npm run bench -- http [--db sqlite|postgres|both] [--objects 100000] [--seconds 5] [--warmup 1]
  *     [--connections 10] [--scenarios get-item,create,...] [--startups 3] [--rounds 1] [--seed-index]

@@ -117,25 +117,18 @@ export interface RequestLine {
  * Writes the one `info` line per answered request, as `logger.info({ request_id, method, url,
  * status, ms }, 'request')` would, but formatted directly: its fields are fixed and hold no secret
  * (the URL is scrubbed here as the logger's formatter does), so pino's redaction pass and object
- * walk are skipped. Falls back to `logger.info` when the logger has no stream of its own to write
- * to. (The service's logger writes to a SonicBoom destination; a pino multistream, which needs
+ * walk are skipped. The line goes to the logger's own destination stream, which every pino logger
+ * has. (The service's logger writes to a SonicBoom destination; a pino multistream, which needs
  * pino to tell it each line's level, is not used with it.)
  */
 export function requestLineWriter(logger: Logger): (line: RequestLine) => void {
-  const stream = (logger as unknown as Record<symbol, unknown>)[pino.symbols.streamSym] as
-    | { write(s: string): unknown }
-    | undefined;
+  const stream = (logger as unknown as Record<symbol, { write(s: string): unknown }>)[
+    pino.symbols.streamSym
+  ]!;
   const base = JSON.stringify(logger.bindings()).slice(1, -1);
   return (line) => {
     if (!logger.isLevelEnabled('info')) return;
     const url = scrubUrl(line.url);
-    if (typeof stream?.write !== 'function') {
-      logger.info(
-        { request_id: line.requestId, method: line.method, url, status: line.status, ms: line.ms },
-        'request',
-      );
-      return;
-    }
     stream.write(
       `{"level":30,"time":"${new Date().toISOString()}"${base ? `,${base}` : ''},"request_id":${JSON.stringify(line.requestId)},"method":${JSON.stringify(line.method)},"url":${JSON.stringify(url)},"status":${line.status},"ms":${line.ms},"msg":"request"}\n`,
     );
