@@ -158,12 +158,16 @@ describeEachDatabase(
       });
       assert.equal(hook.status, 201, hook.raw);
       // The deliveries' webhook stays out of the pool, so no generated DELETE or PATCH disables it.
-      for (let i = 0; i < 3; i++) {
+      // Data objects are the most deleted targets: enough of them that generated DELETEs leave
+      // some for the reads (with 3, a seed could delete them all before any read of one).
+      for (let i = 0; i < 12; i++) {
         const d = await h.request('POST', '/v1/data', {
           key,
-          body: { title: `seed ${WORDS[i]}`, type: 'note' },
+          body: { title: `seed ${WORDS[i % WORDS.length]} ${i}`, type: 'note' },
         });
         pool.add(d.body.data.id);
+      }
+      for (let i = 0; i < 3; i++) {
         const u = await h.request('POST', '/v1/users', {
           key,
           body: { email: `seed-${i}@example.com`, role: 'member' },
