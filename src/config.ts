@@ -39,6 +39,13 @@ export type DatabaseConfig =
   | { dialect: 'sqlite'; file: string; cacheMb?: number }
   | { dialect: 'postgres'; url: string };
 
+/**
+ * ADS_PUBLIC_URL when it is not set: where the server listens. With ADS_PORT=0 the server puts the
+ * port it was given in its place once it listens (src/server.ts), so links never name port 0.
+ */
+export const defaultPublicUrl = (host: string, port: number): string =>
+  `https://${host.includes(':') ? `[${host}]` : host}:${port}`;
+
 /** SQLite page cache in MiB when ADS_SQLITE_CACHE_MB is not set (SQLite's own default is 2). */
 export const SQLITE_CACHE_MB = 64;
 
@@ -50,7 +57,10 @@ export interface Config {
   port: number;
   tls?: { certFile: string; keyFile: string };
   trustProxy: boolean;
+  /** Base of links in emails and the OpenAPI `servers` entry (ADS_PUBLIC_URL, else see defaultPublicUrl). */
   publicUrl: string;
+  /** True when ADS_PUBLIC_URL was set; otherwise `publicUrl` follows the port actually bound. */
+  publicUrlGiven: boolean;
   smtpUrl?: string;
   mailFrom: string;
   secretKey?: string;
@@ -110,10 +120,8 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
       ? { certFile: path.resolve(cwd, e.ADS_TLS_CERT), keyFile: path.resolve(cwd, e.ADS_TLS_KEY ?? '') }
       : undefined,
     trustProxy: bool(e.ADS_TRUST_PROXY),
-    publicUrl: (e.ADS_PUBLIC_URL ?? `https://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(
-      /\/+$/,
-      '',
-    ),
+    publicUrl: (e.ADS_PUBLIC_URL ?? defaultPublicUrl(host, port)).replace(/\/+$/, ''),
+    publicUrlGiven: e.ADS_PUBLIC_URL !== undefined,
     smtpUrl: e.ADS_SMTP_URL,
     mailFrom: e.ADS_MAIL_FROM ?? 'Account Data Service <no-reply@localhost>',
     secretKey: e.ADS_SECRET_KEY,

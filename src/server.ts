@@ -5,7 +5,7 @@ import tls from 'node:tls';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { buildApp } from './app.ts';
-import type { Config } from './config.ts';
+import { type Config, defaultPublicUrl } from './config.ts';
 import type { AppContext } from './context.ts';
 import { type Database, migrate, openDatabase } from './db/database.ts';
 import { systemClock } from './lib/time.ts';
@@ -48,9 +48,13 @@ export async function startServer(config: Readonly<Config>, logger: Logger): Pro
     const app = await buildApp(ctx, tls ? { https: { key: tls.key, cert: tls.cert } } : {});
     const drain = trackConnections(app.server);
     await app.listen({ host: config.host, port: config.port });
-    const workers = await startWorkers(ctx);
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
+    if (!config.publicUrlGiven && config.port === 0) {
+      // ADS_PORT=0: links in emails and the OpenAPI document name the port the system gave us.
+      ctx.config = Object.freeze({ ...config, publicUrl: defaultPublicUrl(config.host, port) });
+    }
+    const workers = await startWorkers(ctx);
     const host = config.host.includes(':') ? `[${config.host}]` : config.host;
     const url = `${tls ? 'https' : 'http'}://${host}:${port}`;
     logger.info({ url: `${url}/v1`, database: database.dialect }, 'listening');

@@ -39,7 +39,16 @@ export async function installOpenApi(app: FastifyInstance) {
         description: DESCRIPTION,
         license: { name: 'MIT', identifier: 'MIT' },
       },
-      servers: [{ url: app.ctx.config.publicUrl, description: 'This instance (ADS_PUBLIC_URL)' }],
+      servers: [
+        {
+          // Read when the document is served: with ADS_PORT=0 the server fills in its port after
+          // listening (src/server.ts).
+          get url() {
+            return app.ctx.config.publicUrl;
+          },
+          description: 'This instance (ADS_PUBLIC_URL)',
+        },
+      ],
       tags: TAGS,
       components: {
         securitySchemes: {

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { runAds, startServe } from '../helpers/process.ts';
+import { partOf, startSmtpServer } from '../helpers/smtp-server.ts';
 
 describe('ads command line', () => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ads-cli-'));
@@ -100,6 +101,37 @@ describe('ads command line', () => {
       assert.doesNotMatch(again.stdout(), /Admin API key/);
       assert.equal(await again.stop('SIGTERM'), 0);
     } finally {
+      fs.rmSync(fresh, { recursive: true, force: true });
+    }
+  });
+  it('serve on ADS_PORT=0: the OpenAPI servers entry and invitation links name the port it was given', async () => {
+    const fresh = fs.mkdtempSync(path.join(os.tmpdir(), 'ads-serve-'));
+    const smtp = await startSmtpServer();
+    try {
+      // startServe asks for ADS_PORT=0 and leaves ADS_PUBLIC_URL unset.
+      const server = await startServe({ ADS_DATA_DIR: fresh, ADS_SMTP_URL: smtp.url });
+      const port = new URL(server.url).port;
+      assert.notEqual(port, '0');
+      const doc = await server.fetch('GET', '/v1/openapi.json');
+      assert.equal(doc.status, 200);
+      assert.equal(doc.body.servers[0].url, server.url);
+      const key = /Admin API key \(shown once, keep it safe\): (ads_\S+)/.exec(server.stdout())?.[1];
+      assert.ok(key, server.stdout());
+      const invited = await server.fetch('POST', '/v1/users', {
+        key,
+        body: { email: 'port@example.com', role: 'member' },
+      });
+      assert.equal(invited.status, 201);
+      const [msg] = await smtp.waitFor(1, 30_000);
+      assert.ok(msg);
+      const text = partOf(msg.raw, 'text/plain');
+      assert.ok(
+        text.includes(`${server.url}/v1/invitations/accept?token=adsinv_`),
+        `the link names port ${port}:\n${text}`,
+      );
+      assert.equal(await server.stop('SIGTERM'), 0);
+    } finally {
+      await smtp.close();
       fs.rmSync(fresh, { recursive: true, force: true });
     }
   });
