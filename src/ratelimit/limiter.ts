@@ -39,7 +39,11 @@ export type RateLimiterLogger = {
 
 export type RateLimiterOptions = {
   /** Shared counters in Redis; without it counters live in this process only. */
-  redis?: { url: string; keyPrefix: string };
+  /**
+   * `commandTimeoutMs`: a counter command not answered by then counts on the per-process fallback
+   * (default 1,000: a request never waits longer on Redis).
+   */
+  redis?: { url: string; keyPrefix: string; commandTimeoutMs?: number };
   /** Milliseconds since the epoch; decides which aligned window a request falls in. */
   now?: Clock;
   logger?: RateLimiterLogger;
@@ -228,12 +232,15 @@ function consumeBatcher(client: ScriptedRedis) {
     });
 }
 
-function redisBackend(cfg: { url: string; keyPrefix: string }, logger: RateLimiterLogger): Backend {
+function redisBackend(
+  cfg: { url: string; keyPrefix: string; commandTimeoutMs?: number },
+  logger: RateLimiterLogger,
+): Backend {
   const client = new Redis(cfg.url, {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
     connectTimeout: CONNECT_TIMEOUT_MS,
-    commandTimeout: COMMAND_TIMEOUT_MS,
+    commandTimeout: cfg.commandTimeoutMs ?? COMMAND_TIMEOUT_MS,
   }) as ScriptedRedis;
   client.defineCommand('adsRateConsume', { lua: CONSUME_SCRIPT });
   const consumeInRedis = consumeBatcher(client);

@@ -505,6 +505,11 @@ export function requestBuilder(
     const queryParams = op.params.filter((p) => p.in === 'query');
     const headerParams = op.params.filter((p) => p.in === 'header');
     const pairParam = pathParams.find((p) => idPrefix(p.schema) === 'whd_');
+    // Reads under a webhook (its deliveries list) also aim most ids at the webhook that has
+    // deliveries: it stays out of the pool so that no generated DELETE or PATCH disables it, and
+    // the webhooks generated POSTs create may all be gone again before such a read.
+    const readsWebhook =
+      op.method === 'GET' && !pairParam && pathParams.some((p) => idPrefix(p.schema) === 'wh_');
     const path = fc.tuple(...pathParams.map(pathValue), fc.nat()).map((values) => {
       const out: Record<string, string> = {};
       pathParams.forEach((p, i) => {
@@ -515,6 +520,9 @@ export function requestBuilder(
       if (pairParam && pool.deliveries.length > 0 && n % 4 !== 0) {
         const pair = pool.deliveries[n % pool.deliveries.length]!;
         for (const p of pathParams) out[p.name] = idPrefix(p.schema) === 'wh_' ? pair.webhook : pair.delivery;
+      } else if (readsWebhook && pool.deliveries.length > 0 && n % 4 !== 0) {
+        const { webhook } = pool.deliveries[n % pool.deliveries.length]!;
+        for (const p of pathParams) if (idPrefix(p.schema) === 'wh_') out[p.name] = webhook;
       }
       return out;
     });

@@ -32,7 +32,7 @@ export interface ServeProcess {
 }
 
 /** Starts `ads serve` on a free port and resolves once it logs that it is listening. */
-export async function startServe(env: Record<string, string>, timeoutMs = 30_000): Promise<ServeProcess> {
+export async function startServe(env: Record<string, string>, timeoutMs = 60_000): Promise<ServeProcess> {
   const child = spawn(process.execPath, [BIN, 'serve'], {
     env: { ...process.env, ADS_PORT: '0', ADS_LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -45,7 +45,11 @@ export async function startServe(env: Record<string, string>, timeoutMs = 30_000
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   // Ready when stdout says where it serves (printed after listen, after any first-start key).
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`serve did not start:\n${err}`)), timeoutMs);
+    const timer = setTimeout(() => {
+      // Never leave a server behind: a stray one keeps a CPU busy for the rest of the run.
+      child.kill('SIGKILL');
+      reject(new Error(`serve did not start in ${timeoutMs} ms:\n${err}`));
+    }, timeoutMs);
     child.stderr?.on('data', (d) => {
       err += d;
     });

@@ -259,7 +259,11 @@ describe('rate limiter, memory backend', () => {
   });
 });
 
-const makeRedis: Make = (now) => createRateLimiter({ now, redis: { url: REDIS_URL, keyPrefix: PREFIX } });
+// These cases test counting, not Redis timeouts: a generous command timeout keeps a machine that
+// stalls for a second (a loaded CI host) from moving them onto the per-process fallback, which
+// withLimiter would rightly report as degraded.
+const makeRedis: Make = (now) =>
+  createRateLimiter({ now, redis: { url: REDIS_URL, keyPrefix: PREFIX, commandTimeoutMs: 15_000 } });
 const skipRedis = redisClient
   ? false
   : `${'reason' in redis ? redis.reason : ''}; set ADS_TEST_REDIS_URL to run`;
