@@ -52,11 +52,14 @@ describe('GET /docs in headless Chromium', { skip }, () => {
 
     const context = await browser.newContext({ ignoreHTTPSErrors: true });
     const page = await context.newPage();
+    // Generous: on a slow, loaded machine (2026-11-25) rendering the page took over 30 s.
+    page.setDefaultTimeout(120_000);
+    page.setDefaultNavigationTimeout(120_000);
     const errors: string[] = [];
     page.on('pageerror', (err) => errors.push(err.message));
     const response = await page.goto(`${serve.url}/docs`);
     assert.equal(response?.status(), 200);
-    await page.locator('.opblock-summary-path').first().waitFor({ timeout: 30_000 });
+    await page.locator('.opblock-summary-path').first().waitFor();
     await page.getByText('Account Data Service API').first().waitFor();
 
     const listed = await page.$$eval('.opblock', (blocks) =>

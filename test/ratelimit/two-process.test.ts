@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -38,7 +37,13 @@ async function connectRedis(): Promise<{ client: Redis } | { reason: string }> {
 const redis = await connectRedis();
 const skip = 'reason' in redis && !REDIS_REQUIRED ? `${redis.reason}; set ADS_TEST_REDIS_URL to run` : false;
 
-type Worker = { child: ChildProcessWithoutNullStreams; lines: AsyncIterator<string>; stderr: string[] };
+type Worker = {
+  child: ChildProcessWithoutNullStreams;
+  lines: AsyncIterator<string>;
+  stderr: string[];
+  /** Its exit code; listened for from the start, since it may exit before the test waits for it. */
+  exited: Promise<number | null>;
+};
 
 function startWorker(env: Record<string, string>): Worker {
   const child = spawn(process.execPath, ['--import', 'tsx', WORKER], {
@@ -49,7 +54,8 @@ function startWorker(env: Record<string, string>): Worker {
   const stderr: string[] = [];
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => stderr.push(chunk));
   const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
-  return { child, lines, stderr };
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, lines, stderr, exited };
 }
 
 /** The worker's next stdout line, failing with its stderr if it ends or stalls first. */
@@ -81,11 +87,7 @@ test('two processes on one Redis prefix share one budget: exactly 60 of 100 pass
     const results = (await Promise.all(workers.map(nextLine))).map(
       (line) => JSON.parse(line) as { passed: number; limited: number; degraded: boolean },
     );
-    const exits = await Promise.all(workers.map((w) => once(w.child, 'exit')));
-    assert.deepEqual(
-      exits.map(([code]) => code),
-      [0, 0],
-    );
+    assert.deepEqual(await Promise.all(workers.map((w) => w.exited)), [0, 0]);
     assert.ok(results.every((r) => r.degraded === false && r.passed + r.limited === 50));
     assert.equal(results[0]!.passed + results[1]!.passed, 60);
     assert.equal(await redis.client.get(`${prefix}:${keyId}:m:${Math.floor(nowMs / 60_000)}`), '100');
