@@ -209,7 +209,10 @@ describe('SIGTERM with webhook attempts in flight: none lost, none sent twice', 
         ADS_WEBHOOK_CA_FILE: receiver.caFile,
         // For the worker run, serve's refused first attempts wait long enough for serve to stop.
         ADS_WEBHOOK_RETRY_SCHEDULE: host === 'serve' ? '0.2,0.2,0.2,0.2' : '4,4,4,4',
-        ADS_WEBHOOK_TIMEOUT_MS: '5000',
+        // The receiver counts an answer when it starts it: an attempt that timed out on the sender's
+        // side after that is rightly retried, and would read as sent twice. On a loaded machine
+        // (2026-11-25) one took over 5 s, so attempts get ample time here.
+        ADS_WEBHOOK_TIMEOUT_MS: '20000',
       };
       const p = `/inflight-${host}`;
       let accepting = host === 'serve';
