@@ -38,10 +38,10 @@ export type RateLimiterLogger = {
 };
 
 export type RateLimiterOptions = {
-  /** Shared counters in Redis; without it counters live in this process only. */
   /**
-   * `commandTimeoutMs`: a counter command not answered by then counts on the per-process fallback
-   * (default 1,000: a request never waits longer on Redis).
+   * Shared counters in Redis; without it counters live in this process only. `commandTimeoutMs`: a
+   * counter command not answered by then counts on the per-process fallback (default 1,000: a
+   * request never waits longer on Redis).
    */
   redis?: { url: string; keyPrefix: string; commandTimeoutMs?: number };
   /** Milliseconds since the epoch; decides which aligned window a request falls in. */
@@ -232,10 +232,7 @@ function consumeBatcher(client: ScriptedRedis) {
     });
 }
 
-function redisBackend(
-  cfg: { url: string; keyPrefix: string; commandTimeoutMs?: number },
-  logger: RateLimiterLogger,
-): Backend {
+function redisBackend(cfg: NonNullable<RateLimiterOptions['redis']>, logger: RateLimiterLogger): Backend {
   const client = new Redis(cfg.url, {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
