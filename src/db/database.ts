@@ -9,6 +9,8 @@ import * as m0005 from './migrations/0005-idempotency.ts';
 import * as m0006 from './migrations/0006-data-counts.ts';
 import * as m0007 from './migrations/0007-search-speed.ts';
 import * as m0008 from './migrations/0008-search-ties.ts';
+import * as m0009 from './migrations/0009-search-phrases.ts';
+import * as m0010 from './migrations/0010-search-tiers.ts';
 import { HOT_STATEMENT, openPostgres } from './postgres.ts';
 import { openSqlite } from './sqlite.ts';
 import type { DB, Db, Dialect } from './types.ts';
@@ -58,6 +60,8 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0006-data-counts': m0006,
   '0007-search-speed': m0007,
   '0008-search-ties': m0008,
+  '0009-search-phrases': m0009,
+  '0010-search-tiers': m0010,
 };
 
 class StaticProvider implements MigrationProvider {

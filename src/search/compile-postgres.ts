@@ -122,8 +122,22 @@ export function fieldTsquery(plan: Plan, field: 'title' | 'tags'): string | null
   return leaves.length > 0 ? leaves.map((l) => leafQuery(l, field)).join(' | ') : null;
 }
 
+/**
+ * The title and tag tiers of a query of one word, prefix or expanded wildcard, as a query on
+ * `head`: exactly the matches that score above every content-only match. Null for other queries,
+ * and when the word is searched outside titles and tags.
+ */
+export function tierTsquery(plan: Plan): string | null {
+  if (plan.kind !== 'stems' && plan.kind !== 'prefix' && plan.kind !== 'words') return null;
+  if (plan.kind === 'stems' && plan.stems.length > 1) return null;
+  const tiers = [fieldTsquery(plan, 'title'), fieldTsquery(plan, 'tags')].filter((t) => t !== null);
+  return tiers.length > 0 ? tiers.join(' | ') : null;
+}
+
 class VectorBuilder {
   private readonly entries = new Map<string, { last: number; positions: string[] }>();
+  /** Lexemes that had more positions than `maxPositions`. */
+  readonly cut = new Set<string>();
   bytes = 0;
 
   constructor(private readonly maxPositions = MAX_POSITIONS_PER_LEXEME) {}
@@ -136,7 +150,11 @@ class VectorBuilder {
       this.entries.set(lexeme, entry);
       this.bytes += Buffer.byteLength(lexeme) + 8;
     }
-    if (entry.positions.length >= this.maxPositions || entry.last === pos) return;
+    if (entry.last === pos) return;
+    if (entry.positions.length >= this.maxPositions) {
+      this.cut.add(lexeme);
+      return;
+    }
     entry.last = pos;
     entry.positions.push(`${pos}${weight}`);
     this.bytes += 2;
@@ -145,6 +163,43 @@ class VectorBuilder {
   toString(): string {
     return [...this.entries].map(([lex, e]) => `${quote(lex)}:${e.positions.join(',')}`).join(' ');
   }
+}
+
+/**
+ * The `rank` vector's marks (rows indexed since migration 0009): `~` says the row has them, and
+ * `~stem` that the stem had more than RANK_POSITIONS positions, so the vector lists only the first.
+ * Words hold only letters and digits, so no stem begins with `~`. Marks have no positions and match
+ * no ranking query, so they leave ts_rank's value unchanged.
+ */
+export const RANK_MARKED = "'~'";
+const cutMark = (stem: string) => quote(`~${stem}`);
+
+/**
+ * A phrase over all free-text fields can be checked on `rank`, which holds the same stems at the
+ * same positions as `vector`, only fewer of them: complete unless a stem carries a cut mark. For a
+ * plan that is such a phrase, or an AND with such phrases among its children: `match`, the plan
+ * with each of those phrases as an AND of its stems (GIN answers it without rechecking any row's
+ * vector), `phrases`, the phrases ANDed, and `gate`, which holds on `rank` when the phrases do or
+ * when `rank` cannot decide (no marks, or a cut mark of one of their stems). A row matches when
+ * `match` holds, `gate` holds on `rank`, and `phrases` holds on `rank` or, failing that, on
+ * `vector`. Null when no phrase can be checked this way.
+ */
+export function rankPhrases(plan: Plan): { match: string; phrases: string; gate: string } | null {
+  const checkable = (p: Plan): p is Leaf & { kind: 'stems' } =>
+    p.kind === 'stems' && p.stems.length > 1 && FREE_TEXT_FIELDS.every((f) => p.fields.includes(f));
+  const children = plan.kind === 'and' ? plan.children : [plan];
+  const phrases = children.filter(checkable);
+  if (phrases.length === 0) return null;
+  const match = children.map((c) =>
+    checkable(c) ? `(${c.stems.map(quote).join(' & ')})` : compileTsquery(c),
+  );
+  const stems = new Set(phrases.flatMap((p) => p.stems));
+  const all = phrases.map((p) => leafQuery(p)).join(' & ');
+  return {
+    match: match.length === 1 ? match[0]! : `(${match.join(' & ')})`,
+    phrases: all,
+    gate: [`(${all})`, `!${RANK_MARKED}`, ...[...stems].map(cutMark)].join(' | '),
+  };
 }
 
 const ORDER: readonly TextField[] = ['title', 'tags', 'author', 'status', 'description'];
@@ -192,10 +247,11 @@ export function buildVectors(doc: IndexDocument): {
   vector.add(`#${doc.type}`, position, 'D');
   position += 2;
   addField('content');
+  const marks = [RANK_MARKED, ...[...rank.cut].map(cutMark)].join(' ');
   return {
     vector: vector.toString(),
     head: head.toString(),
-    rank: rank.toString(),
+    rank: rank.toString() === '' ? marks : `${rank.toString()} ${marks}`,
     words: [...words].sort(),
   };
 }

@@ -8,7 +8,9 @@ import {
   compileTsquery,
   fieldTsquery,
   filterTsquery,
+  rankPhrases,
   rankTsquery,
+  tierTsquery,
 } from './compile-postgres.ts';
 import { type IndexDocument, type IndexedRow, type VocabularyDelta, vocabularyJson } from './document.ts';
 import { MAX_SCAN_CHARS } from './excerpt.ts';
@@ -111,7 +113,12 @@ export async function search(db: Db, q: SearchQuery): Promise<SearchPage> {
   const args = filterArgs(q.filters);
   if (args === null) return { hits: [], total: 0 };
   const narrow = filterTsquery(q.filters);
-  const query = narrow === null ? compileTsquery(q.plan) : `(${compileTsquery(q.plan)}) & ${narrow}`;
+  const phrases = rankPhrases(q.plan);
+  const match = phrases?.match ?? compileTsquery(q.plan);
+  const query = narrow === null ? match : `(${match}) & ${narrow}`;
+  // Only for the default order, and without filters: the total is then every match of `query`.
+  const unfiltered = q.filters.length === 0 && q.from == null && q.to == null;
+  const tiers = q.sort === 'relevance' && q.order === 'desc' && unfiltered ? tierTsquery(q.plan) : null;
   // Score in (0, 1]: title hits above tag hits above the rest, then ts_rank (r >= 0) squashed into
   // the tier as 0.5 + 0.5 * r / (r + 0.5) = 1 - 0.25 / (r + 0.5).
   const { rows } = await sql<PageRow>`
@@ -119,9 +126,8 @@ export async function search(db: Db, q: SearchQuery): Promise<SearchPage> {
       ${fieldTsquery(q.plan, 'title')}::tsquery, ${fieldTsquery(q.plan, 'tags')}::tsquery,
       ${rankTsquery(q.plan)}::tsquery, ${args.type}::text, ${args.tags}::jsonb, ${args.meta}::jsonb,
       ${q.from ?? null}::timestamptz, ${q.to ?? null}::timestamptz, ${q.sort}::text,
-      ${q.order === 'desc'}::boolean, ${q.limit}::int4, ${q.offset}::int8, ${MAX_SCAN_CHARS}::int4)`.execute(
-    db,
-  );
+      ${q.order === 'desc'}::boolean, ${q.limit}::int4, ${q.offset}::int8, ${MAX_SCAN_CHARS}::int4,
+      ${phrases?.phrases ?? null}::tsquery, ${phrases?.gate ?? null}::tsquery, ${tiers}::tsquery)`.execute(db);
   const hits = rows.flatMap((r) =>
     r.id === null
       ? []

@@ -4,6 +4,7 @@ import {
   buildVectors,
   compileTsquery,
   fieldTsquery,
+  rankPhrases,
   rankTsquery,
 } from '../../src/search/compile-postgres.ts';
 import { compileMatch, ftsRow } from '../../src/search/compile-sqlite.ts';
@@ -96,6 +97,21 @@ describe('compilers', () => {
     assert.equal(fieldTsquery(p, 'tags'), "('a':B <-> 'b':B)");
     assert.equal(fieldTsquery(plan('author:x')!, 'title'), null);
   });
+
+  test('tsquery: phrases over every free-text field are checked on rank first', () => {
+    assert.deepEqual(rankPhrases(plan('"a b" title:c "d e" -f')!), {
+      match: "(('a' & 'b') & ('c':A) & ('d' & 'e') & !('f'))",
+      phrases: "('a' <-> 'b') & ('d' <-> 'e')",
+      gate: "(('a' <-> 'b') & ('d' <-> 'e')) | !'~' | '~a' | '~b' | '~d' | '~e'",
+    });
+    assert.deepEqual(rankPhrases(plan('"a b"')!), {
+      match: "('a' & 'b')",
+      phrases: "('a' <-> 'b')",
+      gate: "(('a' <-> 'b')) | !'~' | '~a' | '~b'",
+    });
+    for (const q of ['a b', 'title:"a b"', 'author:"a b"', '"a b" OR c', '-"a b" c'])
+      assert.equal(rankPhrases(plan(q)!), null, q);
+  });
 });
 
 describe('index documents', () => {
@@ -128,6 +144,17 @@ describe('index documents', () => {
       d: 1,
     });
     assert.deepEqual(Object.fromEntries(vocabularyDelta([], [])), {});
+  });
+
+  test('a PostgreSQL rank vector keeps 8 positions per stem and marks the stems it cut', () => {
+    const content = `${Array.from({ length: 9 }, () => 'report').join(' ')} plan`;
+    const { vector, rank } = buildVectors(buildIndexDocument({ ...row, content }));
+    assert.match(rank, /'report':2A(,\d+C){7} /, 'the title word and 7 of the 9 in the content');
+    assert.ok(rank.endsWith(" '~' '~report'"), rank);
+    assert.ok(!rank.includes("'~plan'") && !rank.includes("'~run'"), rank);
+    assert.ok(!vector.includes('~'), 'the full vector has no marks');
+    const short = buildVectors(buildIndexDocument({ ...row, content: 'plan' })).rank;
+    assert.ok(short.endsWith(" '~'") && !short.includes("'~plan'"), short);
   });
 
   test('a PostgreSQL vector stays under its size limit however large the content', () => {

@@ -36,34 +36,90 @@ export async function up(db: Kysely<unknown>, dialect: Dialect): Promise<void> {
   await searchPageDefinition(ORDER).execute(db);
 }
 
+/** What later migrations add to `search_page`. */
+export interface SearchPageOptions {
+  /**
+   * 0009: `p_phrases` and `p_gate`, phrases checked on `rank` first and on `vector` only where
+   * `rank` cannot decide (compile-postgres.ts `rankPhrases`).
+   */
+  phrases?: boolean;
+  /**
+   * 0010: `p_tiers`, the title and tag tiers of a one-leaf query (compile-postgres.ts
+   * `tierTsquery`): when they hold the whole page, only they are ranked.
+   */
+  tiers?: boolean;
+}
+
 /** `search_page` with the result order `order` (SQL over `m`; 0008 replaces 0007's). */
-export function searchPageDefinition(order: RawBuilder<unknown>): RawBuilder<unknown> {
+export function searchPageDefinition(
+  order: RawBuilder<unknown>,
+  options: SearchPageOptions = {},
+): RawBuilder<unknown> {
+  const args = [
+    ...(options.phrases ? ['p_phrases tsquery', 'p_gate tsquery'] : []),
+    ...(options.tiers ? ['p_tiers tsquery'] : []),
+  ];
+  // Each `s.rank @@` decompresses `rank` again, so most candidates are ruled out by the gate alone.
+  const phraseCheck = options.phrases
+    ? sql`AND (p_phrases IS NULL OR (s.rank @@ p_gate AND (s.rank @@ p_phrases OR s.vector @@ p_phrases)))`
+    : sql``;
+  const filters = sql`
+          AND (p_type IS NULL OR s.type = p_type)
+          AND (p_tags_all IS NULL OR s.tags @> p_tags_all)
+          AND (p_meta IS NULL OR s.metadata @> p_meta)
+          AND (p_from IS NULL OR s.created_at >= p_from)
+          AND (p_to IS NULL OR s.created_at <= p_to)
+          ${phraseCheck}`;
+  const score = sql`
+          ((CASE WHEN s.head @@ p_title THEN 4 ELSE 0 END
+            + CASE WHEN s.head @@ p_tags THEN 2 ELSE 0 END
+            + 1.0 - 0.25 / (coalesce(ts_rank('{0.1, 0.2, 0.4, 1.0}'::float4[], s.rank, p_rank), 0) + 0.5))
+            / 7.0)::float8`;
+  // The tiers hold the page: rank only them, and count every match apart (no row of theirs is
+  // read when the heap pages are all-visible: the bitmap scan then skips them).
+  const tierPage = options.tiers
+    ? sql`
+      IF p_tiers IS NOT NULL AND (
+        SELECT count(*) FROM (
+          SELECT FROM search_documents s
+          WHERE s.account_id = p_account AND s.head @@ p_tiers
+          LIMIT p_offset + p_limit) t) >= p_offset + p_limit THEN
+        RETURN QUERY
+        WITH matched AS MATERIALIZED (
+          SELECT s.id, s.created_at, s.title_sort, ${score} AS score
+          FROM search_documents s
+          WHERE s.account_id = p_account AND s.head @@ p_tiers
+        ), page AS (
+          SELECT m.id, m.score, m.created_at, m.title_sort
+          FROM matched m
+          ORDER BY ${order}
+          LIMIT p_limit OFFSET p_offset
+        )
+        SELECT m.id, m.score,
+          (SELECT count(*) FROM search_documents s WHERE s.account_id = p_account AND s.vector @@ p_query),
+          d.title, d.type, m.created_at, substr(d.content, 1, p_scan)
+        FROM page m JOIN data_objects d ON d.account_id = p_account AND d.id = m.id
+        ORDER BY ${order};
+        RETURN;
+      END IF;`
+    : sql``;
   return sql`
     CREATE OR REPLACE FUNCTION search_page(
       p_account text, p_query tsquery, p_title tsquery, p_tags tsquery, p_rank tsquery,
       p_type text, p_tags_all jsonb, p_meta jsonb, p_from timestamptz, p_to timestamptz,
-      p_sort text, p_desc boolean, p_limit integer, p_offset bigint, p_scan integer)
+      p_sort text, p_desc boolean, p_limit integer, p_offset bigint, p_scan integer${sql.raw(args.map((a) => `, ${a}`).join(''))})
     RETURNS TABLE (id text, score float8, total bigint, title text, type text,
       created_at timestamptz, content text)
     LANGUAGE plpgsql STABLE
     SET plan_cache_mode = force_generic_plan
     AS $fn$
     #variable_conflict use_column
-    BEGIN
+    BEGIN${tierPage}
       RETURN QUERY
       WITH matched AS MATERIALIZED (
-        SELECT s.id, s.created_at, s.title_sort,
-          ((CASE WHEN s.head @@ p_title THEN 4 ELSE 0 END
-            + CASE WHEN s.head @@ p_tags THEN 2 ELSE 0 END
-            + 1.0 - 0.25 / (coalesce(ts_rank('{0.1, 0.2, 0.4, 1.0}'::float4[], s.rank, p_rank), 0) + 0.5))
-            / 7.0)::float8 AS score
+        SELECT s.id, s.created_at, s.title_sort, ${score} AS score
         FROM search_documents s
-        WHERE s.account_id = p_account AND s.vector @@ p_query
-          AND (p_type IS NULL OR s.type = p_type)
-          AND (p_tags_all IS NULL OR s.tags @> p_tags_all)
-          AND (p_meta IS NULL OR s.metadata @> p_meta)
-          AND (p_from IS NULL OR s.created_at >= p_from)
-          AND (p_to IS NULL OR s.created_at <= p_to)
+        WHERE s.account_id = p_account AND s.vector @@ p_query${filters}
       ), page AS (
         SELECT m.id, m.score, m.created_at, m.title_sort, count(*) OVER () AS total
         FROM matched m
@@ -77,12 +133,7 @@ export function searchPageDefinition(order: RawBuilder<unknown>): RawBuilder<unk
         RETURN QUERY
         SELECT NULL::text, NULL::float8, count(*), NULL::text, NULL::text, NULL::timestamptz, NULL::text
         FROM search_documents s
-        WHERE s.account_id = p_account AND s.vector @@ p_query
-          AND (p_type IS NULL OR s.type = p_type)
-          AND (p_tags_all IS NULL OR s.tags @> p_tags_all)
-          AND (p_meta IS NULL OR s.metadata @> p_meta)
-          AND (p_from IS NULL OR s.created_at >= p_from)
-          AND (p_to IS NULL OR s.created_at <= p_to);
+        WHERE s.account_id = p_account AND s.vector @@ p_query${filters};
       END IF;
     END
     $fn$`;

@@ -10,7 +10,7 @@ import { searchPageDefinition } from './0007-search-speed.ts';
  * time-ordered, so the order of ties barely changes: oldest first under `order=desc`, as on SQLite
  * (insertion order), and the exact reverse under `order=asc`.
  */
-const ORDER = sql.raw(`
+export const ORDER = sql.raw(`
   CASE WHEN p_sort = 'relevance' THEN CASE WHEN p_desc THEN -m.score ELSE m.score END END,
   CASE WHEN p_sort = 'relevance' AND p_desc THEN m.created_at END,
   CASE WHEN p_sort = 'relevance' AND NOT p_desc THEN m.created_at END DESC,
