@@ -2,12 +2,14 @@
 // <em>, everything else HTML-escaped, `…` where text was cut. Matching mirrors the database loosely:
 // folded equality, same Porter stem, or a wildcard pattern.
 import type { PositiveTerm } from './parser.ts';
-import { foldText, foldWord, matchesWildcard, splitWords, stemWord } from './text.ts';
+import { foldText, foldWord, splitWords, stemWord, wildcardTest } from './text.ts';
 
 /** Only this much of a text is scanned for the first match; content can be megabytes. */
 export const MAX_SCAN_CHARS = 200_000;
 const DEFAULT_WORDS = 30;
 const MAX_WORDS = 200;
+/** Words whose test result a compiled term keeps (a page's texts rarely hold more distinct words). */
+const MAX_REMEMBERED_WORDS = 50_000;
 /** Display caps, so one giant "word" or run of punctuation cannot blow up an excerpt. */
 const MAX_SHOWN_WORD = 60;
 const MAX_SHOWN_GAP = 30;
@@ -55,6 +57,19 @@ export function compileExcerptTerms(terms: readonly PositiveTerm[]): ExcerptMatc
     }
     return s;
   };
+  // A text repeats its words, and every result of a page is tested: a wildcard, which may scan
+  // each word for several segments, answers each word once.
+  const remembered = (test: WordTest): WordTest => {
+    const known = new Map<string, boolean>();
+    return (w) => {
+      let hit = known.get(w);
+      if (hit === undefined) {
+        hit = test(w);
+        if (known.size < MAX_REMEMBERED_WORDS) known.set(w, hit);
+      }
+      return hit;
+    };
+  };
   const exact = (target: string): WordTest => {
     const targetStem = stem(target);
     // Porter only rewrites endings, so a word and its stem share their first character: testing it
@@ -68,7 +83,7 @@ export function compileExcerptTerms(terms: readonly PositiveTerm[]): ExcerptMatc
     if (t.text !== undefined) {
       const text = foldText(t.text);
       if (t.wildcard && text.includes('*')) {
-        if (text.replaceAll('*', '') !== '') single.push((w) => matchesWildcard(text, w));
+        if (text.replaceAll('*', '') !== '') single.push(remembered(wildcardTest(text)));
       } else {
         const words = splitWords(text);
         if (words.length === 1) single.push(exact(words[0]!));

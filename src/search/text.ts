@@ -55,21 +55,28 @@ export function splitPatternWords(folded: string): string[] {
  * regex built from user input.
  */
 export function matchesWildcard(pattern: string, word: string): boolean {
+  return wildcardTest(pattern)(word);
+}
+
+/** `matchesWildcard` with `pattern` split once, for testing many words. */
+export function wildcardTest(pattern: string): (word: string) => boolean {
   const parts = pattern.split('*');
-  if (parts.length === 1) return pattern === word;
+  if (parts.length === 1) return (word) => pattern === word;
   const first = parts[0]!;
   const last = parts[parts.length - 1]!;
-  if (word.length < first.length + last.length) return false;
-  if (!word.startsWith(first) || !word.endsWith(last)) return false;
-  let at = first.length;
-  const limit = word.length - last.length;
-  for (let i = 1; i < parts.length - 1; i++) {
-    const part = parts[i]!;
-    const found = word.indexOf(part, at);
-    if (found === -1 || found + part.length > limit) return false;
-    at = found + part.length;
-  }
-  return true;
+  const inner = parts.slice(1, -1);
+  return (word) => {
+    if (word.length < first.length + last.length) return false;
+    if (!word.startsWith(first) || !word.endsWith(last)) return false;
+    let at = first.length;
+    const limit = word.length - last.length;
+    for (const part of inner) {
+      const found = word.indexOf(part, at);
+      if (found === -1 || found + part.length > limit) return false;
+      at = found + part.length;
+    }
+    return true;
+  };
 }
 
 /** Longer words are kept unstemmed; nothing that long is an English word. */
