@@ -43,8 +43,11 @@ export type DatabaseConfig =
  * ADS_PUBLIC_URL when it is not set: where the server listens. With ADS_PORT=0 the server puts the
  * port it was given in its place once it listens (src/server.ts), so links never name port 0.
  */
-export const defaultPublicUrl = (host: string, port: number): string =>
-  `https://${host.includes(':') ? `[${host}]` : host}:${port}`;
+export const defaultPublicUrl = (host: string, port: number): string => originOf('https', host, port);
+
+/** `scheme://host:port`, an IPv6 host in brackets. */
+export const originOf = (scheme: 'http' | 'https', host: string, port: number): string =>
+  `${scheme}://${host.includes(':') ? `[${host}]` : host}:${port}`;
 
 /** SQLite page cache in MiB when ADS_SQLITE_CACHE_MB is not set (SQLite's own default is 2). */
 export const SQLITE_CACHE_MB = 64;

@@ -5,7 +5,7 @@ import tls from 'node:tls';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { buildApp } from './app.ts';
-import { type Config, defaultPublicUrl } from './config.ts';
+import { type Config, defaultPublicUrl, originOf } from './config.ts';
 import type { AppContext } from './context.ts';
 import { type Database, migrate, openDatabase } from './db/database.ts';
 import { systemClock } from './lib/time.ts';
@@ -55,8 +55,7 @@ export async function startServer(config: Readonly<Config>, logger: Logger): Pro
       ctx.config = Object.freeze({ ...config, publicUrl: defaultPublicUrl(config.host, port) });
     }
     const workers = await startWorkers(ctx);
-    const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-    const url = `${tls ? 'https' : 'http'}://${host}:${port}`;
+    const url = originOf(tls ? 'https' : 'http', config.host, port);
     logger.info({ url: `${url}/v1`, database: database.dialect }, 'listening');
     return {
       app,
