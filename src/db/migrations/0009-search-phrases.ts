@@ -1,4 +1,4 @@
-import { type Kysely, sql } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Dialect } from '../types.ts';
 import { searchPageDefinition } from './0007-search-speed.ts';
 import { ORDER } from './0008-search-ties.ts';
@@ -12,8 +12,7 @@ import { ORDER } from './0008-search-ties.ts';
  */
 export async function up(db: Kysely<unknown>, dialect: Dialect): Promise<void> {
   if (dialect !== 'postgres') return;
-  await sql`
-    DROP FUNCTION search_page(text, tsquery, tsquery, tsquery, tsquery, text, jsonb, jsonb,
-      timestamptz, timestamptz, text, boolean, integer, bigint, integer)`.execute(db);
+  // A new overload (two more arguments): the previous release's 15-argument call keeps working
+  // during a rolling deploy (docs/deployment.md "Migrations").
   await searchPageDefinition(ORDER, { phrases: true }).execute(db);
 }

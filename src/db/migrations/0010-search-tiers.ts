@@ -14,6 +14,8 @@ export async function up(db: Kysely<unknown>, dialect: Dialect): Promise<void> {
   await sql`CREATE INDEX search_documents_head_idx ON search_documents USING gin (account_id, head)`.execute(
     db,
   );
+  // The 17-argument overload of 0009 was released together with this one and never called; the
+  // 15-argument one stays for the release before them (docs/deployment.md "Migrations").
   await sql`
     DROP FUNCTION search_page(text, tsquery, tsquery, tsquery, tsquery, text, jsonb, jsonb,
       timestamptz, timestamptz, text, boolean, integer, bigint, integer, tsquery, tsquery)`.execute(db);

@@ -1,0 +1,45 @@
+import assert from 'node:assert/strict';
+import { before, it } from 'node:test';
+import { sql } from 'kysely';
+import { describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
+
+// docs/deployment.md "Migrations": the previous release keeps working against the new schema
+// during a rolling deploy. Its search is one call of the 15-argument search_page (migrations
+// 0007/0008); 0009 and 0010 add overloads beside it.
+describeEachDatabase('search during a rolling deploy', (h) => {
+  let acc: TestAccount;
+  let id: string;
+  before(async () => {
+    acc = await h.account('enterprise');
+    const res = await h.request('POST', '/v1/data', {
+      key: acc.adminKey,
+      body: { title: 'Quarterly report', type: 'note', content: 'alpha beta gamma' },
+    });
+    assert.equal(res.status, 201, res.raw);
+    id = res.body.data.id;
+  });
+
+  if (h.dialect === 'postgres')
+    it("answers the previous release's search statement", async () => {
+      // As src/search/index-postgres.ts called it before migration 0009.
+      const { rows } = await sql<{ id: string; total: string }>`
+        SELECT * FROM search_page(${acc.id}, ${"('alpha' <-> 'beta')"}::tsquery,
+          ${"('alpha':A <-> 'beta':A)"}::tsquery, ${"('alpha':B <-> 'beta':B)"}::tsquery,
+          ${"('alpha' <-> 'beta')"}::tsquery, ${null}::text, ${null}::jsonb, ${null}::jsonb,
+          ${null}::timestamptz, ${null}::timestamptz, ${'relevance'}::text,
+          ${true}::boolean, ${20}::int4, ${0}::int8, ${1000}::int4)`.execute(h.database.db);
+      assert.deepEqual(
+        rows.map((r) => [r.id, Number(r.total)]),
+        [[id, 1]],
+      );
+    });
+
+  it('and the current one', async () => {
+    const res = await h.request('GET', '/v1/search?q=%22alpha%20beta%22', { key: acc.adminKey });
+    assert.equal(res.status, 200, res.raw);
+    assert.deepEqual(
+      res.body.data.results.map((r: { id: string }) => r.id),
+      [id],
+    );
+  });
+});
