@@ -247,11 +247,12 @@ export function buildVectors(doc: IndexDocument): {
   vector.add(`#${doc.type}`, position, 'D');
   position += 2;
   addField('content');
+  const ranked = rank.toString();
   const marks = [RANK_MARKED, ...[...rank.cut].map(cutMark)].join(' ');
   return {
     vector: vector.toString(),
     head: head.toString(),
-    rank: rank.toString() === '' ? marks : `${rank.toString()} ${marks}`,
+    rank: ranked === '' ? marks : `${ranked} ${marks}`,
     words: [...words].sort(),
   };
 }
