@@ -25,7 +25,9 @@ hold N/10 each unless the subsection says otherwise. \`GET /v1/search\` is drive
 socket or TLS). "Raw" is the index work alone in the same run: wildcard expansion plus the ranked,
 counted query with the page's rows (\`searchIndex\`: no auth, excerpts or serialisation). Each
 query runs both ways back to back, HTTP first on even iterations and raw first on odd ones, so
-neither side gains from the cache the other warmed.
+neither side gains from the cache the other warmed. Before measuring, every query of a shape runs
+once each way (from 2026-11-25 on; tables of earlier days warmed up with the first 10 of 20, so
+about a tenth of their measured requests were a query's first run).
 Latencies in milliseconds, sequential requests, \`limit=20\`, \`sort=relevance\`. Queries pick
 words from the account's own objects by document frequency (one term: words in 0.5-3 % of the
 objects; common term: 15-40 %).`;
