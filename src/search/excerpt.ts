@@ -18,6 +18,7 @@ const MAX_EDGE_PUNCT = 10;
 const WORD = /[\p{L}\p{N}\p{M}]+/gu;
 const SPACES = /\s+/gu;
 const HTML_SPECIAL = /[&<>"']/g;
+const HTML_SPECIAL_ANY = /[&<>"']/;
 const HTML_ENTITY: Record<string, string> = {
   '&': '&amp;',
   '<': '&lt;',
@@ -44,6 +45,28 @@ type WordTest = (word: string) => boolean;
 export interface ExcerptMatcher {
   single: WordTest[];
   phrases: WordTest[][];
+  /**
+   * For each single test and each phrase's first test, in that order: a string that every word it
+   * accepts contains (folded, possibly empty). A text without any of them has no match.
+   */
+  needles: string[];
+}
+
+/**
+ * What every word with Porter stem `stem` (and the word that gave it) begins with: the stem less
+ * its last two characters. The stemmer (the `stemmer` package, Porter's original algorithm) only
+ * deletes endings or replaces them with a string that differs from the word's own letters in at
+ * most two trailing characters (`-bility` -> `-ble`; `-y` -> `-i`, `-ing` -> `-e`, `-ency` ->
+ * `-ence`: one), so the rest is the word's own beginning. test/search/excerpt.test.ts checks it over
+ * every suffix rule.
+ */
+export function stemNeedle(stem: string): string {
+  return stem.slice(0, Math.max(0, stem.length - 2));
+}
+
+/** The longest literal run of a folded `*` pattern: every word the pattern matches contains it. */
+function patternNeedle(pattern: string): string {
+  return pattern.split('*').reduce((a, b) => (b.length > a.length ? b : a), '');
 }
 
 /** Compiles the terms that highlight; its stem cache is shared by every text it is used on. */
@@ -78,24 +101,60 @@ export function compileExcerptTerms(terms: readonly PositiveTerm[]): ExcerptMatc
   };
   const single: WordTest[] = [];
   const phrases: WordTest[][] = [];
+  const singleNeedles: string[] = [];
+  const phraseNeedles: string[] = [];
+  const addWords = (words: string[]) => {
+    if (words.length === 0) return;
+    (words.length === 1 ? singleNeedles : phraseNeedles).push(stemNeedle(stem(words[0]!)));
+    if (words.length === 1) single.push(exact(words[0]!));
+    else phrases.push(words.map(exact));
+  };
   for (const t of terms) {
     if (t.field !== null && t.field !== 'title' && t.field !== 'content' && t.field !== 'tags') continue;
     if (t.text !== undefined) {
       const text = foldText(t.text);
       if (t.wildcard && text.includes('*')) {
-        if (text.replaceAll('*', '') !== '') single.push(remembered(wildcardTest(text)));
-      } else {
-        const words = splitWords(text);
-        if (words.length === 1) single.push(exact(words[0]!));
-        else if (words.length > 1) phrases.push(words.map(exact));
-      }
-    } else if (t.words !== undefined) {
-      const words = t.words.flatMap((w) => splitWords(foldText(w)));
-      if (words.length === 1) single.push(exact(words[0]!));
-      else if (words.length > 1) phrases.push(words.map(exact));
-    }
+        if (text.replaceAll('*', '') !== '') {
+          single.push(remembered(wildcardTest(text)));
+          singleNeedles.push(patternNeedle(text));
+        }
+      } else addWords(splitWords(text));
+    } else if (t.words !== undefined) addWords(t.words.flatMap((w) => splitWords(foldText(w))));
   }
-  return { single, phrases };
+  return { single, phrases, needles: [...singleNeedles, ...phraseNeedles] };
+}
+
+const NON_ASCII = /[\u0080-\uffff]/;
+
+/** A lower-case ASCII letter or a digit (the text was lower-cased). */
+function isWordCode(c: number): boolean {
+  return (c >= 97 && c <= 122) || (c >= 48 && c <= 57);
+}
+
+/**
+ * Where in `lower` (the scanned text, ASCII only, lower-cased) the scan for the first match may
+ * start, or -1 when nothing in it can match. In ASCII text the folded words are the lower-cased
+ * runs of letters and digits, so a matching word holds one of the `needles`, and no word before
+ * the one holding the first needle found can match. The scan starts `back` words before that word,
+ * so the window around the first match (which reaches back at most that far) is the same as from
+ * the start.
+ */
+function scanStart(lower: string, needles: readonly string[], back: number): number {
+  let first = -1;
+  for (const n of needles) {
+    const at = lower.indexOf(n);
+    if (at !== -1 && (first === -1 || at < first)) first = at;
+  }
+  if (first <= 0) return first;
+  let at = first;
+  for (let words = -1; at > 0 && words < back; ) {
+    // Step back over separators to the end of the previous word, then over that word.
+    while (at > 0 && !isWordCode(lower.charCodeAt(at - 1))) at--;
+    if (at === 0) break;
+    while (at > 0 && isWordCode(lower.charCodeAt(at - 1))) at--;
+    words++;
+  }
+  return at;
 }
 
 /** Cuts `s` to about `max` characters (code points), keeping both ends around a `…`. */
@@ -114,12 +173,15 @@ function clip(s: string, max: number): string {
 export function buildExcerpt(
   text: string,
   terms: readonly PositiveTerm[] | ExcerptMatcher,
-  opts: { words?: number } = {},
+  opts: {
+    words?: number /** Scan every word from the start (tests compare against it). */;
+    fullScan?: boolean;
+  } = {},
 ): string | null {
   const want = Number.isFinite(opts.words)
     ? Math.min(MAX_WORDS, Math.max(1, Math.floor(opts.words!)))
     : DEFAULT_WORDS;
-  const { single, phrases } = Array.isArray(terms)
+  const { single, phrases, needles } = Array.isArray(terms)
     ? compileExcerptTerms(terms as readonly PositiveTerm[])
     : (terms as ExcerptMatcher);
   if (single.length === 0 && phrases.length === 0) return null;
@@ -132,6 +194,14 @@ export function buildExcerpt(
 
   const entries: Entry[] = [];
   const re = new RegExp(WORD.source, WORD.flags);
+  // Most texts are ASCII, and most results of a one-word search match it only in the title: the
+  // needles then skip the text, or the words before the first possible match, without splitting
+  // and folding them one by one.
+  if (!opts.fullScan && !NON_ASCII.test(scanned)) {
+    const from = scanStart(scanned.toLowerCase(), needles, want + longestPhrase);
+    if (from === -1) return null;
+    re.lastIndex = from;
+  }
   const more = (): boolean => {
     const m = re.exec(scanned);
     if (!m) return false;
@@ -180,6 +250,8 @@ export function buildExcerpt(
 
   const from = entries[start]!.start - edgePunctuationBefore(text, entries[start]!.start);
   const to = entries[end - 1]!.end + edgePunctuationAfter(text, entries[end - 1]!.end);
+  // Most windows hold nothing to escape: one test instead of one per word and gap.
+  const escaped = HTML_SPECIAL_ANY.test(text.slice(from, to)) ? escapeHtml : (t: string) => t;
   let out = /\S/u.test(text.slice(0, from)) ? '…' : '';
   let cursor = from;
   for (let i = start; i < end; ) {
@@ -187,12 +259,12 @@ export function buildExcerpt(
     // Entries from one text word (folding split it) are shown once, highlighted if any matched.
     let hit = false;
     for (; i < end && entries[i]!.start === e.start; i++) hit ||= marked[i - start]!;
-    out += escapeHtml(clip(text.slice(cursor, e.start).replace(SPACES, ' '), MAX_SHOWN_GAP));
-    const shown = escapeHtml(clip(text.slice(e.start, e.end), MAX_SHOWN_WORD));
+    out += escaped(clip(text.slice(cursor, e.start).replace(SPACES, ' '), MAX_SHOWN_GAP));
+    const shown = escaped(clip(text.slice(e.start, e.end), MAX_SHOWN_WORD));
     out += hit ? `<em>${shown}</em>` : shown;
     cursor = e.end;
   }
-  out += escapeHtml(text.slice(cursor, to).replace(SPACES, ' '));
+  out += escaped(text.slice(cursor, to).replace(SPACES, ' '));
   if (/\S/u.test(text.slice(to))) out += '…';
   return out;
 }

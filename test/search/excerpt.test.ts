@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { buildExcerpt, escapeHtml, MAX_SCAN_CHARS } from '../../src/search/excerpt.ts';
+import { buildExcerpt, escapeHtml, MAX_SCAN_CHARS, stemNeedle } from '../../src/search/excerpt.ts';
 import { parseQuery, positiveTerms } from '../../src/search/parser.ts';
+import { stemWord } from '../../src/search/text.ts';
 
 function excerpt(text: string, q: string, words?: number): string | null {
   return buildExcerpt(text, positiveTerms(parseQuery(q)), words === undefined ? {} : { words });
@@ -233,5 +234,85 @@ describe('properties', () => {
       }),
       { numRuns: 3000 },
     );
+  });
+});
+
+// Every suffix the stemmer's rules look for (steps 1a-5 of Porter's algorithm), and endings that
+// lead into them.
+const SUFFIXES = (
+  's es ies sses ss ed eed ing ings ied y ly ily ely bly ably ibly ally ently ously ' +
+  'ational tional enci anci izer bli alli entli eli ousli ization ation ator alism iveness ' +
+  'fulness ousness aliti iviti biliti bility ability ibility logi logy logies icate ative alize ' +
+  'iciti ical ful ness al ance ence er ic able ible ant ement ment ent ou ism ate iti ous ive ize ' +
+  'ion sion tion e ll lled lling at bl iz ated ating izing bling ency ancy icity ities ivity'
+).split(' ');
+const ROOTS = (
+  'relat condit sensib happ generous organ digit hop hopp agre fl sk differ probab activ stab ' +
+  'analog electr nat rat fin financ run runn cafe y yell yield b bab kebab formal format ' +
+  'radic crit sens respons employ valu adjust depend hesit oscill contro feed bleed sc'
+).split(' ');
+
+describe('skipping text that cannot match', () => {
+  test('every word begins with the needle of its stem', () => {
+    const words = ROOTS.flatMap((r) => SUFFIXES.flatMap((a) => [r + a, ...SUFFIXES.map((b) => r + a + b)]));
+    for (const w of words) assert.ok(w.startsWith(stemNeedle(stemWord(w))), `${w} -> ${stemWord(w)}`);
+    fc.assert(
+      fc.property(fc.stringMatching(/^[a-z]{1,14}$/), fc.constantFrom('', ...SUFFIXES), (r, a) => {
+        const w = r + a;
+        assert.ok(w.startsWith(stemNeedle(stemWord(w))), `${w} -> ${stemWord(w)}`);
+      }),
+      { numRuns: 20_000 },
+    );
+  });
+
+  test('gives the excerpt a scan of every word gives', () => {
+    // Few roots, many endings: a query word's other forms are in most texts.
+    const forms = ROOTS.slice(0, 8).flatMap((r) => SUFFIXES.map((a) => r + a));
+    const word = fc.oneof(
+      { weight: 4, arbitrary: fc.constantFrom(...forms) },
+      fc.constantFrom('finance', 'Financial', 'RUNNING', 'runs', 'kebab', 'babble', 'the', 'a', 'x1'),
+      fc.stringMatching(/^[A-Za-z0-9]{1,10}$/),
+    );
+    const sep = fc.constantFrom(' ', ', ', '. ', '\n', ' - ', '(', ') ', '&', "'");
+    const text = fc.array(fc.tuple(word, sep), { maxLength: 300 }).map((p) => p.flat().join(''));
+    const query = fc.oneof(
+      fc.constantFrom(...forms),
+      fc.tuple(fc.constantFrom(...forms), fc.constantFrom(...forms)).map(([a, b]) => `"${a} ${b}"`),
+      fc.tuple(fc.constantFrom(...forms), fc.constantFrom(...forms)).map(([a, b]) => `${a} OR ${b}`),
+      fc.constantFrom(...forms).map((f) => `${f.slice(0, 3)}*`),
+      fc.constantFrom(...forms).map((f) => `*${f.slice(1, 4)}*`),
+      fc.constantFrom('finance', 'bab*', 'fin*l', '"the kebab"', 'title:finance', 'a', 'x1'),
+    );
+    fc.assert(
+      fc.property(text, query, fc.integer({ min: 1, max: 60 }), (t, q, n) => {
+        const terms = positiveTerms(parseQuery(q));
+        assert.equal(
+          buildExcerpt(t, terms, { words: n }),
+          buildExcerpt(t, terms, { words: n, fullScan: true }),
+          `${q} (${n} words) in ${t}`,
+        );
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  test('a match late in a long text keeps the words before it', () => {
+    const before = Array.from({ length: 500 }, (_, i) => `w${i}`).join(' ');
+    const html = excerpt(`${before} finance end`, 'finance', 30)!;
+    assert.equal(
+      html,
+      buildExcerpt(`${before} finance end`, positiveTerms(parseQuery('finance')), {
+        words: 30,
+        fullScan: true,
+      }),
+    );
+    assert.deepEqual(visibleWords(html).slice(-3), ['w499', 'finance', 'end']);
+    assert.equal(visibleWords(html).length, 30);
+  });
+
+  test('a needle inside another word does not hide the match after it', () => {
+    assert.deepEqual(highlighted(excerpt('a kebab then babble and bab', 'bab*')), ['babble', 'bab']);
+    assert.equal(excerpt('financially speaking', 'finance'), null);
+    assert.deepEqual(highlighted(excerpt('refinance, then finances', 'finance')), ['finances']);
   });
 });
