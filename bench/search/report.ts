@@ -57,8 +57,10 @@ function subsection(s: SearchBenchSummary): string {
 }
 
 /**
- * Replaces the subsection of this database and corpus size in `## Search`, keeping the others
- * (a subsection headed by the database's name alone is the 100,000-object one of earlier runs).
+ * Replaces the subsection of this database and corpus size in `## Search` where it stands, keeping
+ * the others and their order (hand-written notes follow the table they discuss); a new one goes in
+ * by database, SQLite first, then corpus size. A subsection headed by the database's name alone is
+ * the 100,000-object one of earlier runs.
  */
 export function writeSearchResults(s: SearchBenchSummary): void {
   const current = fs.existsSync(FILE) ? fs.readFileSync(FILE, 'utf8') : '';
@@ -67,15 +69,21 @@ export function writeSearchResults(s: SearchBenchSummary): void {
   const section = start === -1 ? '' : current.slice(start, end === -1 ? undefined : end);
   const replaced = new Set([heading(s)]);
   if (s.objects === 100_000) replaced.add(NAMES[s.dialect]);
-  const keep = section
+  const all = section
     .split('\n### ')
     .slice(1)
-    .map((text) => ({ title: text.slice(0, text.indexOf('\n')), text: `### ${text.trim()}` }))
-    .filter((p) => !replaced.has(p.title));
-  // SQLite first, then by corpus size.
-  const order = (title: string) => `${title.startsWith(NAMES.sqlite) ? 0 : 1} ${title}`;
-  const parts = [...keep, { title: heading(s), text: subsection(s) }].sort((a, b) =>
-    order(a.title).localeCompare(order(b.title), 'en', { numeric: true }),
-  );
+    .map((text) => ({ title: text.slice(0, text.indexOf('\n')), text: `### ${text.trim()}` }));
+  const mine = { title: heading(s), text: subsection(s) };
+  const at = all.findIndex((p) => replaced.has(p.title));
+  const parts = all.filter((p) => !replaced.has(p.title));
+  // Nothing before the first replaced subsection is dropped, so it goes back at the same index.
+  if (at !== -1) parts.splice(at, 0, mine);
+  else {
+    const order = (title: string) => `${title.startsWith(NAMES.sqlite) ? 0 : 1} ${title}`;
+    const after = parts.findIndex(
+      (p) => order(p.title).localeCompare(order(mine.title), 'en', { numeric: true }) > 0,
+    );
+    parts.splice(after === -1 ? parts.length : after, 0, mine);
+  }
   writeBenchSection(TITLE, [INTRO, ...parts.map((p) => p.text)].join('\n\n'));
 }
