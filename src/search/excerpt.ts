@@ -174,7 +174,8 @@ export function buildExcerpt(
   text: string,
   terms: readonly PositiveTerm[] | ExcerptMatcher,
   opts: {
-    words?: number /** Scan every word from the start (tests compare against it). */;
+    words?: number;
+    /** Scan every word from the start, without the needles (tests compare against it). */
     fullScan?: boolean;
   } = {},
 ): string | null {

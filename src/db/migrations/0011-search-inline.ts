@@ -7,7 +7,8 @@ import type { Dialect } from '../types.ts';
  * (`STORAGE EXTENDED`, every text and jsonb column by default) before those marked `MAIN`. Since
  * 0007 keeps the three vectors in the row, almost every row passed that size, so the id, account,
  * sort title, tags and metadata of almost every row went out of line, each a TOAST index lookup
- * and a page of its own: a search read the id and the sort title of every match that way.
+ * and a page of its own: a title sort fetched the sort titles it compared that way, and a tag or
+ * metadata filter each candidate's tags or metadata.
  * `MAIN` on them too leaves only the largest vectors to move out, and only when the row would not
  * fit in a page. Rows written before this migration keep their layout until they are rewritten
  * (`VACUUM FULL search_documents` rewrites them all: docs/deployment.md).
