@@ -2,7 +2,7 @@
 // <em>, everything else HTML-escaped, `…` where text was cut. Matching mirrors the database loosely:
 // folded equality, same Porter stem, or a wildcard pattern.
 import type { PositiveTerm } from './parser.ts';
-import { foldText, foldWord, splitWords, stemWord, wildcardTest } from './text.ts';
+import { foldText, foldWord, patternParts, splitWords, stemWord, wildcardTest } from './text.ts';
 
 /** Only this much of a text is scanned for the first match; content can be megabytes. */
 export const MAX_SCAN_CHARS = 200_000;
@@ -64,11 +64,6 @@ export function stemNeedle(stem: string): string {
   return stem.slice(0, Math.max(0, stem.length - 2));
 }
 
-/** The longest literal run of a folded `*` pattern: every word the pattern matches contains it. */
-function patternNeedle(pattern: string): string {
-  return pattern.split('*').reduce((a, b) => (b.length > a.length ? b : a), '');
-}
-
 /** Compiles the terms that highlight; its stem cache is shared by every text it is used on. */
 export function compileExcerptTerms(terms: readonly PositiveTerm[]): ExcerptMatcher {
   const stems = new Map<string, string>();
@@ -116,7 +111,8 @@ export function compileExcerptTerms(terms: readonly PositiveTerm[]): ExcerptMatc
       if (t.wildcard && text.includes('*')) {
         if (text.replaceAll('*', '') !== '') {
           single.push(remembered(wildcardTest(text)));
-          singleNeedles.push(patternNeedle(text));
+          // Every word the pattern matches contains its longest literal run.
+          singleNeedles.push(patternParts(text).longest);
         }
       } else addWords(splitWords(text));
     } else if (t.words !== undefined) addWords(t.words.flatMap((w) => splitWords(foldText(w))));
