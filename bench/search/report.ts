@@ -10,6 +10,8 @@ export interface SearchBenchSummary {
   iterations: number;
   seedSeconds: number;
   indexBytes: number;
+  /** The engine's version and the cache setting its figures depend on. */
+  server: string;
   results: Array<{ shape: string; example: string; avgTotal: number; http: number[]; raw: number[] }>;
 }
 
@@ -43,7 +45,7 @@ function subsection(s: SearchBenchSummary): string {
     '',
     `${s.objects.toLocaleString('en')} objects in the searched account, ${s.totalObjects.toLocaleString('en')} in all; ` +
       `seeded and indexed in ${s.seedSeconds.toFixed(0)} s (${Math.round(s.totalObjects / s.seedSeconds)} objects/s, ` +
-      `${s.dialect === 'sqlite' ? 'group commit, up to 64 per transaction' : '500 per transaction'}); search tables ${mb} MiB; ${s.iterations} requests per shape; ${new Date().toISOString().slice(0, 10)}.`,
+      `${s.dialect === 'sqlite' ? 'group commit, up to 64 per transaction' : '500 per transaction'}); search tables ${mb} MiB; ${s.server}; ${s.iterations} requests per shape; ${new Date().toISOString().slice(0, 10)}.`,
     '',
     '| Query shape | Example | Avg hits | HTTP p50 | HTTP p95 | HTTP p99 | Raw p50 | Raw p95 | Raw p99 | HTTP/raw (p50) |',
     '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|',

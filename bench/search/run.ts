@@ -7,11 +7,13 @@
  *
  *   node --import tsx bench/search/run.ts [--objects 100000] [--db sqlite|postgres]
  *     [--iterations 200] [--pg-url postgres://postgres@127.0.0.1:5432/postgres] [--dry-run]
- *     [--keep DIR]
+ *     [--keep DIR] [--smoke]
  *
  * `--keep DIR` keeps the seeded database (SQLite file or PostgreSQL database, named in
  * DIR/state.json) and reuses it on the next run with the same DIR, so a measurement can be repeated
  * on a quiet machine without seeding again.
+ * `--smoke`: 3,000 objects and 5 requests per shape, figures printed but not written: checks the
+ * harness (CI), not the figures.
  */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -22,7 +24,7 @@ import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { buildApp } from '../../src/app.ts';
-import { loadConfig } from '../../src/config.ts';
+import { type Config, loadConfig } from '../../src/config.ts';
 import type { AppContext } from '../../src/context.ts';
 import type { Database } from '../../src/db/database.ts';
 import { asBatch } from '../../src/db/group-commit.ts';
@@ -43,9 +45,9 @@ import { writeSearchResults } from './report.ts';
 
 const { values } = parseArgs({
   options: {
-    objects: { type: 'string', default: '100000' },
+    objects: { type: 'string' },
     db: { type: 'string', default: 'sqlite' },
-    iterations: { type: 'string', default: '200' },
+    iterations: { type: 'string' },
     'pg-url': {
       type: 'string',
       default: process.env.ADS_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
@@ -53,10 +55,12 @@ const { values } = parseArgs({
     'dry-run': { type: 'boolean', default: false },
     keep: { type: 'string' },
     'other-objects': { type: 'string' },
+    smoke: { type: 'boolean', default: false },
   },
 });
-const objects = Number(values.objects);
-const iterations = Number(values.iterations);
+const smoke = values.smoke === true;
+const objects = Number(values.objects ?? (smoke ? 3_000 : 100_000));
+const iterations = Number(values.iterations ?? (smoke ? 5 : 200));
 const dialect: 'sqlite' | 'postgres' = values.db === 'postgres' ? 'postgres' : 'sqlite';
 const OTHER_ACCOUNTS = 9;
 /** Objects in each of the other accounts: a tenth of the searched account's unless given. */
@@ -243,6 +247,20 @@ async function indexSize(database: Database): Promise<number> {
   return Number(rows[0]!.n);
 }
 
+/** The database engine and the cache its figures depend on, as the report's header states them. */
+async function serverSettings(database: Database, config: Config): Promise<string> {
+  if (database.dialect === 'postgres') {
+    const { rows } = await sql<{ v: string; b: string }>`
+      SELECT current_setting('server_version') AS v, current_setting('shared_buffers') AS b`.execute(
+      database.db,
+    );
+    return `PostgreSQL ${rows[0]!.v.split(' ')[0]} with shared_buffers ${rows[0]!.b}`;
+  }
+  const { rows } = await sql<{ v: string }>`SELECT sqlite_version() AS v`.execute(database.db);
+  const cacheMb = config.database.dialect === 'sqlite' ? config.database.cacheMb : undefined;
+  return `SQLite ${rows[0]!.v} with a ${cacheMb} MiB page cache`;
+}
+
 async function main() {
   const kept = keptState();
   const bench = await openBenchDatabase(kept);
@@ -271,8 +289,7 @@ async function main() {
         await seed(database, other.account.id, otherObjects, 100 + a, words);
       }
       const seedSeconds = (performance.now() - t0) / 1000;
-      // As autovacuum would (the servers here run without it): statistics, and the visibility
-      // map, which lets a count over an index skip the heap pages it marks all-visible.
+      // As autovacuum would (the servers here run without it): statistics and the visibility map.
       if (dialect === 'postgres') await sql`VACUUM (ANALYZE)`.execute(database.db);
       console.warn(
         `seeded ${objects + OTHER_ACCOUNTS * otherObjects} objects in ${seedSeconds.toFixed(0)} s`,
@@ -292,6 +309,8 @@ async function main() {
     const { seedSeconds } = state;
     const totalObjects = objects + OTHER_ACCOUNTS * otherObjects;
 
+    const server = await serverSettings(database, config);
+    console.warn(server);
     const shapes = pickQueries(new Map(state.df), objects);
     const results = [];
     for (const shape of shapes) {
@@ -308,9 +327,10 @@ async function main() {
       iterations,
       seedSeconds,
       indexBytes: await indexSize(database),
+      server,
       results,
     };
-    if (!values['dry-run']) writeSearchResults(summary);
+    if (!values['dry-run'] && !smoke) writeSearchResults(summary);
   } finally {
     await app.close();
     await database.close();

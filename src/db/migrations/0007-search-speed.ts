@@ -75,8 +75,9 @@ export function searchPageDefinition(
             + CASE WHEN s.head @@ p_tags THEN 2 ELSE 0 END
             + 1.0 - 0.25 / (coalesce(ts_rank('{0.1, 0.2, 0.4, 1.0}'::float4[], s.rank, p_rank), 0) + 0.5))
             / 7.0)::float8`;
-  // The tiers hold the page: rank only them, and count every match apart (no row of theirs is
-  // read when the heap pages are all-visible: the bitmap scan then skips them).
+  // The tiers hold the page: rank only them, and count every match apart. The count still reads
+  // each match's heap page (PostgreSQL's bitmap scans no longer skip all-visible pages), but it
+  // neither decompresses nor ranks anything.
   const tierPage = options.tiers
     ? sql`
       IF p_tiers IS NOT NULL AND (
