@@ -10,7 +10,10 @@
  * Besides throughput, the server process's CPU time per request is read before and after every leg
  * (process.cpuUsage() in the server): it is far less sensitive to other load than req/s.
  *
- *   node --import tsx bench/ratelimit/run.ts [--seconds 2] [--rounds 6] [--write]
+ *   node --import tsx bench/ratelimit/run.ts [--seconds 2] [--rounds 6] [--write] [--smoke]
+ *
+ * `--smoke`: 1 s legs, one round, a short micro-benchmark and nothing written: checks the harness
+ * (CI), not the figures.
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { once } from 'node:events';
@@ -23,13 +26,15 @@ import { CALLERS, type MicroResult, microBench } from './micro.ts';
 
 const { values } = parseArgs({
   options: {
-    seconds: { type: 'string', default: '2' },
-    rounds: { type: 'string', default: '6' },
+    seconds: { type: 'string' },
+    rounds: { type: 'string' },
     write: { type: 'boolean', default: false },
+    smoke: { type: 'boolean', default: false },
   },
 });
-const seconds = Number(values.seconds);
-const rounds = Number(values.rounds);
+const smoke = values.smoke === true;
+const seconds = Number(values.seconds ?? (smoke ? 1 : 2));
+const rounds = Number(values.rounds ?? (smoke ? 1 : 6));
 const CONNECTIONS = 10;
 
 type Ready = { url: string; keys: { enterprise: string; pro: string } };
@@ -128,8 +133,8 @@ for (const backend of backends) {
   const micro: MicroResult = await microBench({
     backend,
     redisUrl: backend === 'redis' ? process.env.ADS_REDIS_URL : undefined,
-    calls: backend === 'redis' ? 20_000 : 100_000,
-    rounds: 5,
+    calls: smoke ? 2_000 : backend === 'redis' ? 20_000 : 100_000,
+    rounds: smoke ? 1 : 5,
   });
   const server = await startServer(backend === 'redis' ? process.env.ADS_REDIS_URL : undefined);
   try {
@@ -205,4 +210,4 @@ const table = [
   ...microRows,
 ].join('\n');
 process.stdout.write(`${table}\n`);
-if (values.write) writeBenchSection('Rate limiting', `${INTRO}\n\n${table}\n\n${keptNotes()}`);
+if (values.write && !smoke) writeBenchSection('Rate limiting', `${INTRO}\n\n${table}\n\n${keptNotes()}`);
