@@ -26,10 +26,19 @@ const fingerprint = (request: FastifyRequest) =>
     .digest('hex');
 
 /**
+ * Where a request's Idempotency-Key is stored: the API key that sent it, then the header's value
+ * (a space cannot occur in either). Each API key has its own keys, so a response is replayed only
+ * to the key that caused it: another user of the account (or a key of narrower scopes) sending the
+ * same header gets its own run, never the first caller's answer, which may hold a secret such as
+ * a new API key.
+ */
+const storageKey = (request: FastifyRequest, key: string) => `${request.auth.keyId} ${key}`;
+
+/**
  * Stripe-style `Idempotency-Key` on every authenticated POST: the first response (success or 4xx)
  * is stored sealed for 24 h and replayed with `Idempotent-Replayed: true`; the same key with another
  * body is `409 idempotency_conflict`; a concurrent duplicate waits for the first run and replays it.
- * A 5xx is not stored, so a retry runs again.
+ * A 400 or 5xx is not stored, so a retry runs again. Keys are scoped to the API key (storageKey).
  */
 export function installIdempotency(app: FastifyInstance) {
   const { database, clock, config } = app.ctx;
@@ -55,12 +64,13 @@ export function installIdempotency(app: FastifyInstance) {
   /** Claims the key for this request, or replays or refuses; true when a replay was sent. */
   async function claim(request: FastifyRequest, reply: FastifyReply): Promise<boolean> {
     const header = request.headers['idempotency-key'];
-    const key = Array.isArray(header) ? header[0] : header;
-    if (!key || !KEY_RE.test(key)) {
+    const value = Array.isArray(header) ? header[0] : header;
+    if (!value || !KEY_RE.test(value)) {
       throw new AppError('invalid_request', 'Idempotency-Key must be 1 to 255 visible ASCII characters.', {
         details: [{ field: 'Idempotency-Key', message: 'must be 1 to 255 visible ASCII characters' }],
       });
     }
+    const key = storageKey(request, value);
     const accountId = request.auth.accountId;
     const print = fingerprint(request);
     const deadline = Date.now() + WAIT_MS;
@@ -113,7 +123,13 @@ export function installIdempotency(app: FastifyInstance) {
     if (!key) return payload;
     request.idempotencyKey = undefined;
     const accountId = request.auth.accountId;
-    if (reply.statusCode >= 500 || (payload !== null && typeof payload !== 'string')) {
+    // A 400 refused the request before it did anything (validation, as Stripe does), so the key
+    // stays usable for the corrected request; other answers, 4xx included, are kept.
+    if (
+      reply.statusCode >= 500 ||
+      reply.statusCode === 400 ||
+      (payload !== null && typeof payload !== 'string')
+    ) {
       await releaseIdempotencyKey(db, accountId, key);
       return payload;
     }

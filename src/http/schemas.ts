@@ -157,7 +157,8 @@ export const IDEMPOTENCY_KEY = {
   required: false,
   description:
     'Makes a retry safe: the same key with the same body within 24 h replays the first response ' +
-    '(`Idempotent-Replayed: true`); with another body it is `409 idempotency_conflict`.',
+    '(`Idempotent-Replayed: true`); with another body it is `409 idempotency_conflict`. Scoped to ' +
+    'the API key that sends it; `400` and 5xx answers are not stored.',
   schema: Type.String({ pattern: '^[\\x21-\\x7e]{1,255}$' }),
   example: '3f1c2a9e-7b4d-4c11-9a55-0e8d2b6f4a10',
 };

@@ -98,6 +98,46 @@ describeEachDatabase('Idempotency-Key on POST (Stripe semantics)', (h) => {
     assert.notEqual(theirs.body.data.id, mine.body.data.id);
   });
 
+  it('scopes keys to the API key: another user, or a narrower key, never gets a replay', async () => {
+    const member = await acc.user('member', ['read', 'write']);
+    const body = { scopes: ['read', 'write', 'admin'] };
+    const headers = { 'idempotency-key': 'key-8' };
+    const admins = await h.request('POST', '/v1/api-keys', { key: acc.adminKey, body, headers });
+    assert.equal(admins.status, 201);
+    // The member lacks `admin`: with the admin's Idempotency-Key it gets its own run, a 403, not
+    // the admin's new key.
+    const members = await h.request('POST', '/v1/api-keys', { key: member.key, body, headers });
+    assert.equal(members.status, 403);
+    assert.equal(members.headers['idempotent-replayed'], undefined);
+    assert.ok(!members.raw.includes(admins.body.data.key));
+    // A second key of the admin's own, read-only, gets its own run too.
+    const readOnly = await h.request('POST', '/v1/api-keys', {
+      key: acc.adminKey,
+      body: { scopes: ['read'] },
+    });
+    const narrow = await h.request('POST', '/v1/api-keys', { key: readOnly.body.data.key, body, headers });
+    assert.equal(narrow.status, 403);
+    assert.equal(narrow.headers['idempotent-replayed'], undefined);
+    // A write with the same header from the member runs once for the member.
+    const a = await post(acc.adminKey, { title: 'Per key', type: 'note' }, 'key-9');
+    const b = await post(member.key, { title: 'Per key', type: 'note' }, 'key-9');
+    assert.equal(b.status, 201);
+    assert.equal(b.headers['idempotent-replayed'], undefined);
+    assert.notEqual(b.body.data.id, a.body.data.id);
+    const again = await post(member.key, { title: 'Per key', type: 'note' }, 'key-9');
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    assert.equal(again.body.data.id, b.body.data.id);
+  });
+
+  it('does not store a 400 the service gave (validation): the corrected request runs', async () => {
+    const blank = await post(acc.adminKey, { title: '   ', type: 'note' }, 'key-10');
+    assert.equal(blank.status, 400);
+    assert.equal(blank.body.error.code, 'invalid_request');
+    const fixed = await post(acc.adminKey, { title: 'Not blank', type: 'note' }, 'key-10');
+    assert.equal(fixed.status, 201);
+    assert.equal(fixed.headers['idempotent-replayed'], undefined);
+  });
+
   it('refuses a malformed key with 400 invalid_request', async () => {
     for (const bad of ['', 'has space', 'x'.repeat(256)]) {
       const res = await post(acc.adminKey, { title: 't', type: 'note' }, bad);

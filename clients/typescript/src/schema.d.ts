@@ -675,7 +675,7 @@ export interface components {
   responses: never;
   parameters: {
     /**
-     * @description Makes a retry safe: the same key with the same body within 24 h replays the first response (`Idempotent-Replayed: true`); with another body it is `409 idempotency_conflict`.
+     * @description Makes a retry safe: the same key with the same body within 24 h replays the first response (`Idempotent-Replayed: true`); with another body it is `409 idempotency_conflict`. Scoped to the API key that sends it; `400` and 5xx answers are not stored.
      * @example 3f1c2a9e-7b4d-4c11-9a55-0e8d2b6f4a10
      */
     'Idempotency-Key': string;
@@ -1209,7 +1209,7 @@ export interface operations {
       query?: never;
       header?: {
         /**
-         * @description Makes a retry safe: the same key with the same body within 24 h replays the first response (`Idempotent-Replayed: true`); with another body it is `409 idempotency_conflict`.
+         * @description Makes a retry safe: the same key with the same body within 24 h replays the first response (`Idempotent-Replayed: true`); with another body it is `409 idempotency_conflict`. Scoped to the API key that sends it; `400` and 5xx answers are not stored.
          * @example 3f1c2a9e-7b4d-4c11-9a55-0e8d2b6f4a10
          */
         'Idempotency-Key'?: components['parameters']['Idempotency-Key'];
@@ -2227,7 +2227,7 @@ export interface operations {
       query?: never;
       header?: {
         /**
-         * @description Makes a retry safe: the same key with the same body within 24 h replays the first response (`Idempotent-Replayed: true`); with another body it is `409 idempotency_conflict`.
+         * @description Makes a retry safe: the same key with the same body within 24 h replays the first response (`Idempotent-Replayed: true`); with another body it is `409 idempotency_conflict`. Scoped to the API key that sends it; `400` and 5xx answers are not stored.
          * @example 3f1c2a9e-7b4d-4c11-9a55-0e8d2b6f4a10
          */
         'Idempotency-Key'?: components['parameters']['Idempotency-Key'];
@@ -2950,7 +2950,7 @@ export interface operations {
       query?: never;
       header?: {
         /**
-         * @description Makes a retry safe: the same key with the same body within 24 h replays the first response (`Idempotent-Replayed: true`); with another body it is `409 idempotency_conflict`.
+         * @description Makes a retry safe: the same key with the same body within 24 h replays the first response (`Idempotent-Replayed: true`); with another body it is `409 idempotency_conflict`. Scoped to the API key that sends it; `400` and 5xx answers are not stored.
          * @example 3f1c2a9e-7b4d-4c11-9a55-0e8d2b6f4a10
          */
         'Idempotency-Key'?: components['parameters']['Idempotency-Key'];
@@ -3478,7 +3478,7 @@ export interface operations {
       query?: never;
       header?: {
         /**
-         * @description Makes a retry safe: the same key with the same body within 24 h replays the first response (`Idempotent-Replayed: true`); with another body it is `409 idempotency_conflict`.
+         * @description Makes a retry safe: the same key with the same body within 24 h replays the first response (`Idempotent-Replayed: true`); with another body it is `409 idempotency_conflict`. Scoped to the API key that sends it; `400` and 5xx answers are not stored.
          * @example 3f1c2a9e-7b4d-4c11-9a55-0e8d2b6f4a10
          */
         'Idempotency-Key'?: components['parameters']['Idempotency-Key'];
@@ -3962,7 +3962,7 @@ export interface operations {
       query?: never;
       header?: {
         /**
-         * @description Makes a retry safe: the same key with the same body within 24 h replays the first response (`Idempotent-Replayed: true`); with another body it is `409 idempotency_conflict`.
+         * @description Makes a retry safe: the same key with the same body within 24 h replays the first response (`Idempotent-Replayed: true`); with another body it is `409 idempotency_conflict`. Scoped to the API key that sends it; `400` and 5xx answers are not stored.
          * @example 3f1c2a9e-7b4d-4c11-9a55-0e8d2b6f4a10
          */
         'Idempotency-Key'?: components['parameters']['Idempotency-Key'];
@@ -4826,7 +4826,7 @@ export interface operations {
       query?: never;
       header?: {
         /**
-         * @description Makes a retry safe: the same key with the same body within 24 h replays the first response (`Idempotent-Replayed: true`); with another body it is `409 idempotency_conflict`.
+         * @description Makes a retry safe: the same key with the same body within 24 h replays the first response (`Idempotent-Replayed: true`); with another body it is `409 idempotency_conflict`. Scoped to the API key that sends it; `400` and 5xx answers are not stored.
          * @example 3f1c2a9e-7b4d-4c11-9a55-0e8d2b6f4a10
          */
         'Idempotency-Key'?: components['parameters']['Idempotency-Key'];
@@ -5031,7 +5031,7 @@ export interface operations {
       query?: never;
       header?: {
         /**
-         * @description Makes a retry safe: the same key with the same body within 24 h replays the first response (`Idempotent-Replayed: true`); with another body it is `409 idempotency_conflict`.
+         * @description Makes a retry safe: the same key with the same body within 24 h replays the first response (`Idempotent-Replayed: true`); with another body it is `409 idempotency_conflict`. Scoped to the API key that sends it; `400` and 5xx answers are not stored.
          * @example 3f1c2a9e-7b4d-4c11-9a55-0e8d2b6f4a10
          */
         'Idempotency-Key'?: components['parameters']['Idempotency-Key'];
