@@ -8,10 +8,10 @@ const MAX_JITTER = 0.1;
 
 /**
  * The next retry after a failed attempt, or null when the schedule (seconds between attempts) is
- * spent. The scheduled wait gets up to 10% jitter so a burst of failures does not retry in lockstep.
- * A receiver's Retry-After may lengthen the wait, but never past what the rest of the schedule
- * allows in total; the retries whose slots that wait covers are spent, so the last attempt still
- * happens within the schedule's budget.
+ * spent: every failure spends one retry, so a delivery always gets all of them (decisions §7: it
+ * fails when the last retry fails). The scheduled wait gets up to 10% jitter so a burst of failures
+ * does not retry in lockstep. A receiver's Retry-After may lengthen a wait, within the schedule: up
+ * to its longest step.
  */
 export function nextRetry(
   schedule: readonly number[],
@@ -22,19 +22,10 @@ export function nextRetry(
   if (retriesUsed >= schedule.length) return null;
   const scheduledMs = (schedule[retriesUsed] ?? 0) * 1000;
   const jittered = scheduledMs * (1 + MAX_JITTER * Math.min(Math.max(random(), 0), 1));
-  if (retryAfterMs === undefined || retryAfterMs <= jittered) {
-    return { delayMs: Math.round(jittered), retriesUsed: retriesUsed + 1 };
-  }
-  const remainingMs = schedule.slice(retriesUsed).reduce((sum, s) => sum + s * 1000, 0);
-  const delayMs = Math.min(retryAfterMs, remainingMs);
-  let covered = 0;
-  let used = retriesUsed;
-  while (used < schedule.length) {
-    covered += (schedule[used] ?? 0) * 1000;
-    used += 1;
-    if (covered >= delayMs) break;
-  }
-  return { delayMs: Math.round(delayMs), retriesUsed: used };
+  const longestMs = Math.max(...schedule) * 1000;
+  const delayMs =
+    retryAfterMs === undefined ? jittered : Math.max(jittered, Math.min(retryAfterMs, longestMs));
+  return { delayMs: Math.round(delayMs), retriesUsed: retriesUsed + 1 };
 }
 
 const MAX_RETRY_AFTER_SECONDS = 10 * 365 * 24 * 3600;

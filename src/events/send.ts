@@ -81,6 +81,16 @@ export async function sendWebhook(
     });
     await res.body.dump({ limit: DRAIN_LIMIT_BYTES, signal }).catch(() => {});
     const statusCode = res.statusCode;
+    // The deadline runs to the last byte: an answer whose body had not ended by then is a
+    // failure, whatever its status (dump gives up quietly when the signal fires).
+    if (signal.aborted) {
+      return {
+        ok: false,
+        statusCode,
+        durationMs: elapsed(),
+        error: `timed out after ${opts.timeoutMs} ms before the answer ended`,
+      };
+    }
     const ok = statusCode >= 200 && statusCode < 300;
     let error: string | null = null;
     if (statusCode >= 300 && statusCode < 400) error = `redirect (${statusCode}) not followed`;

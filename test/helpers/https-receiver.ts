@@ -20,6 +20,11 @@ export interface ReceiverResponse {
   /** Wait this long before answering (to provoke client timeouts). */
   delayMs?: number;
   body?: string;
+  /**
+   * Send the status, the headers and the first half of `body` at once, and the rest this much
+   * later (an answer whose last byte comes late).
+   */
+  bodyDelayMs?: number;
 }
 
 /** Chooses the response for a request; may be async. */
@@ -111,6 +116,14 @@ export async function startHttpsReceiver(opts: HttpsReceiverOptions = {}): Promi
       if (plan.delayMs) await sleep(plan.delayMs, undefined, { signal: abort.signal });
       if (res.destroyed) return;
       res.writeHead(plan.status ?? 200, plan.headers ?? {});
+      if (plan.bodyDelayMs) {
+        const body = plan.body ?? '';
+        res.write(body.slice(0, body.length >> 1));
+        await sleep(plan.bodyDelayMs, undefined, { signal: abort.signal });
+        if (res.destroyed) return;
+        res.end(body.slice(body.length >> 1));
+        return;
+      }
       res.end(plan.body ?? '');
     } catch {
       if (!res.destroyed && !res.headersSent) res.writeHead(500).end();

@@ -17,9 +17,10 @@ const receiver = await fileReceiver();
 const { rx } = receiver;
 const answer = routeByPath(rx);
 
-const SCHEDULE = [0.2, 0.4, 0.4, 0.4, 0.4];
-const SCHEDULE_MS = SCHEDULE.reduce((a, s) => a + s * 1000, 0);
+// The last step is the longest: a Retry-After up to it is honoured, a longer one is cut to it.
+const SCHEDULE = [0.2, 0.4, 0.4, 0.4, 1];
 const SECRET = 'retry-secret';
+const TIMEOUT_MS = 3000;
 const gap = (a: { at: string }, b: { at: string }) => Date.parse(b.at) - Date.parse(a.at);
 
 describeEachDatabase(
@@ -124,14 +125,35 @@ describeEachDatabase(
         assert.ok(gap(d.attempts[0], d.attempts[1]) >= 1000, 'Retry-After: 1 outweighs the 0.2 s step');
       });
 
-      it('caps Retry-After at what remains of the schedule and spends the retries it covers', async () => {
-        const { id } = await setup(() => ({ status: 429, headers: { 'retry-after': '3600' } }));
+      it("caps Retry-After at the schedule's longest step and still makes every retry", async () => {
+        const { p, id } = await setup(() => ({ status: 429, headers: { 'retry-after': '3600' } }));
         const d = await finished(id);
         assert.equal(d.status, 'failed');
-        assert.equal(d.attempts.length, 2, 'one wait of the whole remaining budget, then no retry is left');
-        assert.ok(gap(d.attempts[0], d.attempts[1]) >= SCHEDULE_MS);
+        assert.equal(d.attempts.length, 6, 'the first attempt plus 5 retries, as without Retry-After');
+        assert.equal(requestsTo(rx, p).length, 6);
+        const longest = Math.max(...SCHEDULE) * 1000;
+        for (let i = 1; i < 6; i++) {
+          const waited = gap(d.attempts[i - 1], d.attempts[i]);
+          assert.ok(waited >= longest, `retry ${i} waited the longest step (${waited} ms)`);
+          assert.ok(waited < 3600_000, `retry ${i} did not wait the asked hour`);
+        }
         const hook = (await h.request('GET', `/v1/webhooks/${id}`, { key: w.acc.adminKey })).body.data;
         assert.equal(hook.status, 'disabled');
+        assert.match(hook.disabled_reason, /failed after 6 attempts/);
+      });
+
+      it('fails a 2xx whose body has not ended by the deadline, and retries it', async () => {
+        const { p, id } = await setup((n) =>
+          n === 1 ? { status: 200, body: 'x'.repeat(100), bodyDelayMs: TIMEOUT_MS + 1500 } : { status: 200 },
+        );
+        const d = await finished(id);
+        assert.equal(d.status, 'succeeded');
+        assert.equal(d.attempts.length, 2);
+        assert.equal(d.attempts[0].status_code, 200);
+        assert.match(d.attempts[0].error, /timed out after 3000 ms before the answer ended/);
+        assert.ok(d.attempts[0].duration_ms >= TIMEOUT_MS - 50);
+        assert.equal(d.attempts[1].error, null);
+        assert.equal(requestsTo(rx, p).length, 2);
       });
     });
   },
@@ -140,7 +162,7 @@ describeEachDatabase(
       ADS_WEBHOOK_ALLOW_PRIVATE: 'true',
       ADS_WEBHOOK_CA_FILE: receiver.caFile,
       ADS_WEBHOOK_RETRY_SCHEDULE: SCHEDULE.join(','),
-      ADS_WEBHOOK_TIMEOUT_MS: '3000',
+      ADS_WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS),
     },
   },
 );
