@@ -37,7 +37,7 @@ describeEachDatabase('invitations: email over SMTP, acceptance, re-sending', (h)
   const invite = async (email: string, role = 'member') => {
     const res = await h.request('POST', '/v1/users', { key: acc.adminKey, body: { email, role } });
     assert.equal(res.status, 201);
-    return res.body.data as { id: string };
+    return res.body.data as { id: string; created_at: string };
   };
 
   it('mails a multipart invitation naming account and role; the token in it is accepted once', async () => {
@@ -109,17 +109,25 @@ describeEachDatabase('invitations: email over SMTP, acceptance, re-sending', (h)
   });
 
   it('re-sends a fresh token; the old one stops working; an active user cannot be re-invited', async () => {
+    const invitedAt = Date.now() - 2 * 24 * 3600 * 1000; // invited two days ago
+    h.clock.now = invitedAt;
     const user = await invite('dave@example.com');
+    h.clock.now = null;
+    assert.equal(Date.parse(user.created_at), invitedAt);
     const first = tokenIn((await smtp.waitFor(4, 5000))[3]!.raw);
     const resend = await h.request('POST', `/v1/users/${user.id}/invitation`, { key: acc.adminKey });
     assert.equal(resend.status, 200);
     const second = tokenIn((await smtp.waitFor(5, 5000))[4]!.raw);
     assert.notEqual(first, second);
     assert.equal((await h.request('POST', '/v1/invitations/accept', { body: { token: first } })).status, 400);
-    assert.equal(
-      (await h.request('POST', '/v1/invitations/accept', { body: { token: second } })).status,
-      200,
-    );
+    const joined = await h.request('POST', '/v1/invitations/accept', { body: { token: second } });
+    assert.equal(joined.status, 200);
+    // created_at is the invitation time while invited, the join time once active (spec, User).
+    const joinedAt = joined.body.data.user.created_at as string;
+    assert.ok(Date.parse(joinedAt) > invitedAt + 24 * 3600 * 1000, joinedAt);
+    const listed = await h.request('GET', '/v1/users?limit=100', { key: acc.adminKey });
+    const row = listed.body.data.users.find((u: { id: string }) => u.id === user.id);
+    assert.equal(row.created_at, joinedAt);
     const again = await h.request('POST', `/v1/users/${user.id}/invitation`, { key: acc.adminKey });
     assert.equal(again.status, 400);
   });

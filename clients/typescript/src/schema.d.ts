@@ -621,6 +621,7 @@ export interface components {
       status: 'invited' | 'active';
       /**
        * Format: date-time
+       * @description When the user joined; for a user still invited, when the invitation was made.
        * @example 2026-11-22T02:42:16.123Z
        */
       created_at: string;

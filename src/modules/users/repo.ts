@@ -69,7 +69,7 @@ export async function updateUser(
   db: Db,
   accountId: string,
   userId: string,
-  patch: Partial<Pick<UsersTable, 'role' | 'status' | 'updated_at'>>,
+  patch: Partial<Pick<UsersTable, 'role' | 'status' | 'created_at' | 'updated_at'>>,
 ): Promise<void> {
   await db
     .updateTable('users')

@@ -10,7 +10,10 @@ export const User = Type.Object(
     email: Type.String({ format: 'email' }),
     role: Role,
     status: Type.Enum(['invited', 'active']),
-    created_at: Timestamp,
+    created_at: Type.String({
+      ...Timestamp,
+      description: 'When the user joined; for a user still invited, when the invitation was made.',
+    }),
   },
   { $id: 'User' },
 );

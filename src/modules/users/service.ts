@@ -179,7 +179,8 @@ export async function acceptInvitation(ctx: AppContext, token: string) {
     if (!inv) throw invalid();
     const user = await findUser(trx, inv.account_id, inv.user_id);
     if (user?.status !== 'invited') throw invalid();
-    await updateUser(trx, user.account_id, user.id, { status: 'active', updated_at: now });
+    // `created_at` is the invitation time while invited and the join time once active (spec, User).
+    await updateUser(trx, user.account_id, user.id, { status: 'active', created_at: now, updated_at: now });
     const key = await issueKey(
       ctx,
       user.account_id,
@@ -187,7 +188,7 @@ export async function acceptInvitation(ctx: AppContext, token: string) {
       { name: 'first key (invitation)', scopes: ROLE_SCOPES[user.role as Role] },
       trx,
     );
-    const active = { ...user, status: 'active', updated_at: now };
+    const active = { ...user, status: 'active', created_at: now, updated_at: now };
     return { user: toUser(active), api_key: { id: key.id, key: key.key, scopes: key.scopes } };
   });
 }
