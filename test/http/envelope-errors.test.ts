@@ -78,6 +78,15 @@ describeEachDatabase(
       }
     });
 
+    it('answers a path with a trailing slash with 404, never a 405 that allows the method refused', async () => {
+      const paths = ['/v1/search/?q=a', '/v1/data/', '/v1/data/dat_01JD4Z5T8N3QK9W2V7R6M1B0XC/', '/healthz/'];
+      for (const path of paths) {
+        for (const method of ['GET', 'POST', 'DELETE']) {
+          assertError(await h.request(method, path, { key: acc.adminKey }), 404, 'not_found');
+        }
+      }
+    });
+
     it('answers a known path with a wrong method with 405 method_not_allowed and Allow', async () => {
       const cases: [string, string, string[]][] = [
         ['PUT', '/v1/data', ['GET', 'POST']],
