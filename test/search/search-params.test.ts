@@ -55,13 +55,27 @@ describeEachDatabase('GET /search: filters, dates, sorting and pages', (h) => {
       'type:',
       'metadata.:x',
       'metadata:x',
+      '',
+      `tag:${'x'.repeat(1097)}`,
     ]) {
-      it(`filter=${filter} is 400 invalid_filter`, async () => {
+      const shown = filter.length > 40 ? `${filter.slice(0, 12)}… (${filter.length} characters)` : filter;
+      it(`filter=${shown} is 400 invalid_filter`, async () => {
         const res = await search(h, acc.adminKey, { q: 'common', filter });
         assert.equal(res.status, 400);
         assert.equal(res.body.error.code, 'invalid_filter');
       });
     }
+
+    it('takes up to 20 filters; 21 is 400 invalid_request', async () => {
+      assert.deepEqual(await sorted({ filter: Array(20).fill('type:note') }), ['budget', 'cafe']);
+      const res = await search(h, acc.adminKey, { q: 'common', filter: Array(21).fill('type:note') });
+      assert.equal(res.status, 400);
+      assert.equal(res.body.error.code, 'invalid_request');
+    });
+
+    it('takes a filter of 1,100 characters (no match), not one more', async () => {
+      assert.deepEqual(await sorted({ filter: `tag:${'x'.repeat(1096)}` }), []);
+    });
   });
 
   describe('filters on keys and tags with quoting characters', () => {

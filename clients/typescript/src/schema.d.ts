@@ -2567,7 +2567,7 @@ export interface operations {
          */
         q: string;
         /**
-         * @description Repeatable, ANDed, exact: type:<type>, tag:<tag> (or tags:), status:<v>, author:<v>, metadata.<key>:<v>.
+         * @description Repeatable (up to 20), ANDed, exact: type:<type>, tag:<tag> (or tags:), status:<v>, author:<v>, metadata.<key>:<v>; each at most 1,100 characters.
          * @example [
          *       "tag:finance"
          *     ]

@@ -4,6 +4,13 @@ import { DATA_TYPES } from '../../search/document.ts';
 import type { SearchFilter } from '../../search/search-index.ts';
 
 const MAX_METADATA_KEY = 64;
+/** Filters per search. */
+export const MAX_FILTERS = 20;
+/**
+ * Characters per filter: the longest that can match anything (`metadata.`, a 64-character key,
+ * `:` and a 1,000-character value), with room to spare.
+ */
+const MAX_FILTER_LENGTH = 1100;
 
 function invalidFilter(filter: string, why: string): AppError {
   const message = `filter ${JSON.stringify(filter)} ${why}.`;
@@ -13,6 +20,9 @@ function invalidFilter(filter: string, why: string): AppError {
 /** Parses each `field:value` filter; unknown fields, empty values and unknown types are invalid_filter. */
 export function parseFilters(filters: readonly string[]): SearchFilter[] {
   return filters.map((filter): SearchFilter => {
+    if (filter.length > MAX_FILTER_LENGTH) {
+      throw invalidFilter(`${filter.slice(0, 40)}…`, `is longer than ${MAX_FILTER_LENGTH} characters`);
+    }
     const colon = filter.indexOf(':');
     if (colon <= 0) throw invalidFilter(filter, 'is not field:value');
     const field = filter.slice(0, colon);

@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import { CollectionEnvelope, PageQuery, Text, Timestamp } from '../../http/schemas.ts';
 import { DataType } from '../data/schemas.ts';
+import { MAX_FILTERS } from './params.ts';
 
 /** A hard bound before trimming; the service allows 1,000 characters after trimming (decisions §6). */
 const MAX_RAW_QUERY = 2000;
@@ -15,10 +16,13 @@ export const SearchQueryString = Type.Object(
         '* wildcards, field:value for title, content, tag(s), type, author, status, description. See docs/search.md.',
     }),
     filter: Type.Optional(
-      Type.Array(Text({ minLength: 1, maxLength: 1100 }), {
-        maxItems: 20,
+      // Each filter's form and length are checked by parseFilters, so that any malformed filter,
+      // an empty one included, is `invalid_filter` (decisions §6); only the count is bounded here.
+      Type.Array(Text(), {
+        maxItems: MAX_FILTERS,
         description:
-          'Repeatable, ANDed, exact: type:<type>, tag:<tag> (or tags:), status:<v>, author:<v>, metadata.<key>:<v>.',
+          'Repeatable (up to 20), ANDed, exact: type:<type>, tag:<tag> (or tags:), status:<v>, author:<v>, ' +
+          'metadata.<key>:<v>; each at most 1,100 characters.',
       }),
     ),
     from: Type.Optional(
