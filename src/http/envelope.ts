@@ -11,8 +11,11 @@ export interface PageRequest {
   limit: number;
 }
 
-/** Offset of a page request. */
-export const offsetOf = (p: PageRequest) => (p.page - 1) * p.limit;
+/**
+ * Offset of a page request. Any page a client can send (up to 2^53 - 1) is valid and past the end
+ * of every collection; the offset is kept an exact integer so that the databases take it.
+ */
+export const offsetOf = (p: PageRequest) => Math.min((p.page - 1) * p.limit, Number.MAX_SAFE_INTEGER);
 
 /** A collection envelope: the array under its name plus the counts, in `data` and in `meta`. */
 export function okPage<T>(request: FastifyRequest, name: string, items: T[], total: number, p: PageRequest) {

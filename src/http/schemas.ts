@@ -72,7 +72,12 @@ export const ErrorBody = Type.Object(
 /** `page` and `limit` as decisions §2 defines them. */
 export const PageQuery = {
   page: Type.Optional(
-    Type.Integer({ minimum: 1, maximum: 1_000_000_000, default: 1, description: 'Page number, from 1.' }),
+    Type.Integer({
+      minimum: 1,
+      maximum: Number.MAX_SAFE_INTEGER,
+      default: 1,
+      description: 'Page number, from 1; a page past the last is empty.',
+    }),
   ),
   limit: Type.Optional(
     Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Items per page, 1 to 100.' }),

@@ -202,6 +202,7 @@ describeEachDatabase(
           'page=0',
           'page=1e9',
           'page=-1',
+          'page=9007199254740992',
           'limit=1.5',
           `page=${'9'.repeat(400)}`,
         ]) {
@@ -209,12 +210,14 @@ describeEachDatabase(
           check(`GET ${op.template}?${bad.slice(0, 20)}`, 'GET', base + bad, res, [400]);
           if (res.status === 400) assert.equal(JSON.parse(res.raw).error.code, 'invalid_request');
         }
-        const far = await send(port, 'GET', `${base}page=1000000000&limit=100`, { key: acc.adminKey });
-        check(`GET ${op.template}?page=1000000000`, 'GET', `${base}page=1000000000`, far, [200]);
-        if (far.status === 200) {
-          const data = JSON.parse(far.raw).data;
-          const items = Object.values(data).find(Array.isArray) as unknown[];
-          assert.deepEqual(items, [], `${op.template}: a page past the end is empty`);
+        for (const page of ['1000000000', '1000000001', String(Number.MAX_SAFE_INTEGER)]) {
+          const far = await send(port, 'GET', `${base}page=${page}&limit=100`, { key: acc.adminKey });
+          check(`GET ${op.template}?page=${page}`, 'GET', `${base}page=${page}`, far, [200]);
+          if (far.status === 200) {
+            const data = JSON.parse(far.raw).data;
+            const items = Object.values(data).find(Array.isArray) as unknown[];
+            assert.deepEqual(items, [], `${op.template}: a page past the end is empty`);
+          }
         }
       }
     });

@@ -384,13 +384,13 @@ describeEachDatabase('GET /search: filters, dates, sorting and pages', (h) => {
       assert.equal(past.status, 200);
       assert.deepEqual(past.body.data.results, []);
       assert.deepEqual([past.body.data.total, past.body.data.pages, past.body.meta.total], [2, 1, 2]);
-      // An offset past 2^31 (page 1e9 of 100) is still an empty page, not an integer overflow.
-      const far = await search(h, acc.adminKey, { q: 'common', limit: 100, page: 1_000_000_000 });
-      assert.equal(far.status, 200);
-      assert.deepEqual(
-        [far.body.data.results, far.body.data.total, far.body.data.page],
-        [[], 5, 1_000_000_000],
-      );
+      // An offset past 2^31 (page 1e9 of 100), or past 2^53 (the last page a client can send), is
+      // still an empty page, not an integer overflow.
+      for (const page of [1_000_000_000, 1_000_000_001, Number.MAX_SAFE_INTEGER]) {
+        const far = await search(h, acc.adminKey, { q: 'common', limit: 100, page });
+        assert.equal(far.status, 200, far.raw);
+        assert.deepEqual([far.body.data.results, far.body.data.total, far.body.data.page], [[], 5, page]);
+      }
     });
 
     it('defaults to page 1 of 20 and returns exactly the result fields', async () => {

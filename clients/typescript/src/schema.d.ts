@@ -1018,7 +1018,7 @@ export interface operations {
     parameters: {
       query?: {
         /**
-         * @description Page number, from 1.
+         * @description Page number, from 1; a page past the last is empty.
          * @example 1
          */
         page?: number;
@@ -2042,7 +2042,7 @@ export interface operations {
     parameters: {
       query?: {
         /**
-         * @description Page number, from 1.
+         * @description Page number, from 1; a page past the last is empty.
          * @example 1
          */
         page?: number;
@@ -2594,7 +2594,7 @@ export interface operations {
          */
         order?: 'asc' | 'desc';
         /**
-         * @description Page number, from 1.
+         * @description Page number, from 1; a page past the last is empty.
          * @example 1
          */
         page?: number;
@@ -2781,7 +2781,7 @@ export interface operations {
     parameters: {
       query?: {
         /**
-         * @description Page number, from 1.
+         * @description Page number, from 1; a page past the last is empty.
          * @example 1
          */
         page?: number;
@@ -3788,7 +3788,7 @@ export interface operations {
     parameters: {
       query?: {
         /**
-         * @description Page number, from 1.
+         * @description Page number, from 1; a page past the last is empty.
          * @example 1
          */
         page?: number;
@@ -4622,7 +4622,7 @@ export interface operations {
     parameters: {
       query?: {
         /**
-         * @description Page number, from 1.
+         * @description Page number, from 1; a page past the last is empty.
          * @example 1
          */
         page?: number;

@@ -1,5 +1,6 @@
 import type { Static } from 'typebox';
 import type { AppContext } from '../../context.ts';
+import { offsetOf } from '../../http/envelope.ts';
 import { AppError, invalidField } from '../../http/errors.ts';
 import {
   buildExcerpt,
@@ -94,7 +95,7 @@ export async function searchData(
       sort,
       order,
       limit: input.limit,
-      offset: (input.page - 1) * input.limit,
+      offset: offsetOf(input),
     });
   });
   // Excerpts are built after the database has let go of the connection.
