@@ -7,6 +7,7 @@ import { loadConfig } from '../../src/config.ts';
 import { migrate, openDatabase } from '../../src/db/database.ts';
 import { asBatch } from '../../src/db/group-commit.ts';
 import { ulid } from '../../src/lib/ids.ts';
+import { titleSortKey } from '../../src/lib/sort-key.ts';
 import { createAccount } from '../../src/modules/accounts/service.ts';
 import type { DataRow } from '../../src/modules/data/repo.ts';
 import { indexDataObject } from '../../src/search/search-index.ts';
@@ -23,7 +24,7 @@ export function toDataRow(
     account_id: accountId,
     id,
     title: o.title,
-    title_sort: o.title.toLowerCase(),
+    title_sort: titleSortKey(o.title),
     type: o.type,
     content: o.content,
     tags: JSON.stringify(o.tags),

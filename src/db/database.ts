@@ -12,6 +12,7 @@ import * as m0008 from './migrations/0008-search-ties.ts';
 import * as m0009 from './migrations/0009-search-phrases.ts';
 import * as m0010 from './migrations/0010-search-tiers.ts';
 import * as m0011 from './migrations/0011-search-inline.ts';
+import * as m0012 from './migrations/0012-title-sort.ts';
 import { HOT_STATEMENT, openPostgres } from './postgres.ts';
 import { openSqlite } from './sqlite.ts';
 import type { DB, Db, Dialect } from './types.ts';
@@ -64,6 +65,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0009-search-phrases': m0009,
   '0010-search-tiers': m0010,
   '0011-search-inline': m0011,
+  '0012-title-sort': m0012,
 };
 
 class StaticProvider implements MigrationProvider {

@@ -5,6 +5,7 @@ import { sql } from 'kysely';
 import { type Database, migrate, openDatabase } from '../../src/db/database.ts';
 import { beforeCommit, inBatch } from '../../src/db/group-commit.ts';
 import { newId } from '../../src/lib/ids.ts';
+import { titleSortKey } from '../../src/lib/sort-key.ts';
 import { createAccount } from '../../src/modules/accounts/service.ts';
 import { type DataRow, insertDataObject } from '../../src/modules/data/repo.ts';
 import { indexDataObject } from '../../src/search/search-index.ts';
@@ -24,7 +25,7 @@ describe('PostgreSQL writes: vocabulary locks are taken last', { skip: postgresS
     account_id: accountId,
     id: newId('data'),
     title,
-    title_sort: title.toLowerCase(),
+    title_sort: titleSortKey(title),
     type: 'document',
     content: 'quarterly revenue grew across every region',
     tags: '[]',

@@ -2,6 +2,7 @@ import type { AppContext } from '../../context.ts';
 import { recordEvent } from '../../events/outbox.ts';
 import { invalidField, notFound } from '../../http/errors.ts';
 import { newId } from '../../lib/ids.ts';
+import { titleSortKey } from '../../lib/sort-key.ts';
 import { isoNow } from '../../lib/time.ts';
 import { indexDataObject, reindexDataObject, unindexDataObject } from '../../search/search-index.ts';
 import {
@@ -43,7 +44,7 @@ export async function createData(ctx: AppContext, accountId: string, input: Crea
     account_id: accountId,
     id: newId('data'),
     title: input.title,
-    title_sort: input.title.toLowerCase(),
+    title_sort: titleSortKey(input.title),
     type: input.type,
     content: input.content ?? '',
     tags: JSON.stringify(dedupe(input.tags ?? [])),
@@ -98,7 +99,7 @@ export async function patchData(ctx: AppContext, accountId: string, id: string, 
     const next: DataRow = { ...row };
     if (input.title !== undefined) {
       next.title = input.title;
-      next.title_sort = input.title.toLowerCase();
+      next.title_sort = titleSortKey(input.title);
     }
     if (input.type !== undefined) next.type = input.type;
     if (input.content !== undefined) next.content = input.content;
