@@ -111,7 +111,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   installJsonBody(app);
   app.addSchema(ErrorBody);
 
-  installErrorHandling(app);
+  const notFound = installErrorHandling(app);
   installSecurityHeaders(app);
   if (config.trustProxy) installHttpsGuard(app);
   app.addHook('onClose', async () => ctx.rateLimiter.close());
@@ -136,6 +136,8 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
       installRateLimit(v1);
       installScopeCheck(v1);
       installIdempotency(v1);
+      // Unknown paths under /v1 go through the hooks above: a valid key is counted (decisions §8).
+      v1.setNotFoundHandler(notFound);
       await v1.register(accountRoutes);
       await v1.register(dataRoutes);
       await v1.register(apiKeyRoutes);

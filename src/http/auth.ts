@@ -48,11 +48,15 @@ export function installAuth(app: FastifyInstance) {
     }
   };
 
-  const fail = async (ip: string, message?: string): Promise<never> => {
+  const recordFailure = async (ip: string) => {
     if (failedIps.size < KEY_CACHE_SIZE) failedIps.add(ip);
     await failures.penalty(ip, 1).catch((e: unknown) => {
       if (!(e instanceof RateLimiterRes)) throw e;
     });
+  };
+
+  const fail = async (ip: string, message?: string): Promise<never> => {
+    await recordFailure(ip);
     throw unauthorized(message);
   };
 
@@ -69,26 +73,40 @@ export function installAuth(app: FastifyInstance) {
 
   app.decorateRequest('auth', null as unknown as AuthContext);
 
-  app.addHook('onRequest', async (request) => {
-    const needed = request.routeOptions.config.scope;
-    if (needed === undefined) return;
-    await throttled(request.ip);
-    const token = bearer(request);
-    if (!token) return fail(request.ip);
-    if (!looksLikeApiKey(token)) return fail(request.ip, 'The API key is malformed, unknown or revoked.');
-    const row = await lookup(token);
-    if (!row || row.revoked_at !== null || row.status !== 'active') {
-      return fail(request.ip, 'The API key is malformed, unknown or revoked.');
-    }
-    const scopes = effectiveScopes(parseScopes(row.scopes), row.role);
+  const identify = (request: FastifyRequest, row: KeyForAuth) => {
     request.auth = {
       accountId: row.account_id,
       userId: row.user_id,
       keyId: row.key_id,
       role: row.role,
       plan: row.plan,
-      scopes,
+      scopes: effectiveScopes(parseScopes(row.scopes), row.role),
     };
+  };
+  const usable = (row: KeyForAuth | undefined): row is KeyForAuth =>
+    row !== undefined && row.revoked_at === null && row.status === 'active';
+
+  app.addHook('onRequest', async (request) => {
+    const needed = request.routeOptions.config.scope;
+    if (needed === undefined) {
+      // An unknown path or method stays a 404/405 whatever the key, but a request that carries a
+      // valid key counts against it and gets its rate-limit headers like any other (decisions §8:
+      // every response to a key with limits). A bad key counts as a failed authentication.
+      const token = request.is404 ? bearer(request) : null;
+      if (token === null) return;
+      await throttled(request.ip);
+      const row = looksLikeApiKey(token) ? await lookup(token) : undefined;
+      if (usable(row)) identify(request, row);
+      else await recordFailure(request.ip);
+      return;
+    }
+    await throttled(request.ip);
+    const token = bearer(request);
+    if (!token) return fail(request.ip);
+    if (!looksLikeApiKey(token)) return fail(request.ip, 'The API key is malformed, unknown or revoked.');
+    const row = await lookup(token);
+    if (!usable(row)) return fail(request.ip, 'The API key is malformed, unknown or revoked.');
+    identify(request, row);
   });
 }
 

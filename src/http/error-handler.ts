@@ -63,7 +63,11 @@ interface RouteShape {
   pattern: RegExp;
 }
 
-/** Installs the error handler and the 404/405 handler for unknown routes. */
+/**
+ * Installs the error handler and the 404/405 handler for unknown routes, and returns that handler
+ * so that an encapsulated context (the `/v1` API) installs it too: its own hooks (authentication,
+ * rate limits) then run for its unknown paths as well.
+ */
 export function installErrorHandling(app: FastifyInstance) {
   const routes: RouteShape[] = [];
   app.addHook('onRoute', (route) => {
@@ -99,7 +103,7 @@ export function installErrorHandling(app: FastifyInstance) {
     return sendError(request, reply, new AppError('internal_error', 'An unexpected error occurred.'));
   });
 
-  app.setNotFoundHandler((request, reply) => {
+  const notFound = (request: FastifyRequest, reply: FastifyReply) => {
     const path = request.url.split('?')[0] ?? '/';
     const allowed = [...new Set(routes.filter((r) => r.pattern.test(path)).map((r) => r.method))];
     if (allowed.length > 0) {
@@ -114,7 +118,9 @@ export function installErrorHandling(app: FastifyInstance) {
       );
     }
     return sendError(request, reply, new AppError('not_found', `No route ${request.method} ${path}.`));
-  });
+  };
+  app.setNotFoundHandler(notFound);
+  return notFound;
 }
 
 /**

@@ -48,7 +48,12 @@ export function installIdempotency(app: FastifyInstance) {
   // Callback hooks that hand over to the async work only for requests with an Idempotency-Key:
   // no promise per request otherwise.
   app.addHook('preHandler', (request, reply, done) => {
-    if (request.method !== 'POST' || request.headers['idempotency-key'] === undefined || !request.auth) {
+    if (
+      request.method !== 'POST' ||
+      request.headers['idempotency-key'] === undefined ||
+      !request.auth ||
+      request.is404
+    ) {
       return done();
     }
     // A replay is sent from inside `claim`; the hook chain then ends without done().

@@ -9,7 +9,8 @@ import { AppError } from './errors.ts';
  */
 export function installRateLimit(app: FastifyInstance) {
   app.addHook('onRequest', async (request, reply) => {
-    if (request.routeOptions.config.scope === undefined || !request.auth) return;
+    // `auth` is set on every route that needs a key, and on a 404/405 that came with a valid one.
+    if (!request.auth) return;
     const plan = isPlan(request.auth.plan) ? request.auth.plan : 'free';
     const decision = await app.ctx.rateLimiter.consume(request.auth.keyId, plan);
     const headers = rateLimitHeaders(decision);

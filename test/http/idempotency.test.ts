@@ -138,6 +138,18 @@ describeEachDatabase('Idempotency-Key on POST (Stripe semantics)', (h) => {
     assert.equal(fixed.headers['idempotent-replayed'], undefined);
   });
 
+  it('does not claim a key on an unknown path', async () => {
+    const nowhere = await h.request('POST', '/v1/nope', {
+      key: acc.adminKey,
+      body: { title: 'x' },
+      headers: { 'idempotency-key': 'key-11' },
+    });
+    assert.equal(nowhere.status, 404);
+    const real = await post(acc.adminKey, { title: 'After a 404', type: 'note' }, 'key-11');
+    assert.equal(real.status, 201);
+    assert.equal(real.headers['idempotent-replayed'], undefined);
+  });
+
   it('refuses a malformed key with 400 invalid_request', async () => {
     for (const bad of ['', 'has space', 'x'.repeat(256)]) {
       const res = await post(acc.adminKey, { title: 't', type: 'note' }, bad);

@@ -50,6 +50,24 @@ describeEachDatabase('rate limits over HTTP', (h) => {
     const forbidden = await h.request('POST', '/v1/data', { key, body: { title: 't', type: 'note' } });
     assert.equal(forbidden.status, 403);
     assert.equal(forbidden.headers['x-ratelimit-remaining'], '57');
+    // An unknown path and a wrong method are answered to the key too.
+    const unknown = await h.request('GET', '/v1/nope', { key });
+    assert.equal(unknown.status, 404);
+    assert.equal(unknown.headers['x-ratelimit-remaining'], '56');
+    assert.match(String(unknown.headers.ratelimit), /"minute";r=56;/);
+    const wrongMethod = await h.request('DELETE', '/v1/webhooks', { key });
+    assert.equal(wrongMethod.status, 405);
+    assert.equal(wrongMethod.headers['x-ratelimit-remaining'], '55');
+  });
+
+  it('leaves an unknown path a 404 with no rate-limit headers without a valid key', async () => {
+    h.clock.now = T0 + 240_000;
+    for (const key of [undefined, 'ads_notakey', `ads_${'A'.repeat(43)}`]) {
+      const res = await h.request('GET', '/v1/nope', key === undefined ? {} : { key });
+      assert.equal(res.status, 404, String(key));
+      assert.equal(res.body.error.code, 'not_found');
+      assert.equal(res.headers['x-ratelimit-limit'], undefined);
+    }
   });
 
   it('refuses past the day budget until 00:00 UTC', async () => {
