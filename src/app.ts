@@ -15,6 +15,7 @@ import { healthRoutes } from './http/health.ts';
 import { installHttpsGuard, installSecurityHeaders } from './http/https-guard.ts';
 import { installIdempotency } from './http/idempotency.ts';
 import { installJsonBody } from './http/json-body.ts';
+import { installMetrics } from './http/metrics.ts';
 import { installOpenApi } from './http/openapi.ts';
 import { installRateLimit } from './http/rate-limit.ts';
 import { ErrorBody } from './http/schemas.ts';
@@ -117,7 +118,10 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   app.addHook('onClose', async () => ctx.rateLimiter.close());
   // One line per answered request. A callback hook: no promise per request just to write a log line.
   const writeRequestLine = requestLineWriter(ctx.logger);
+  // Set once the metrics route is in (after the OpenAPI plugin, so the document lists it).
+  let observe: ReturnType<typeof installMetrics> | undefined;
   app.addHook('onResponse', (request, reply, done) => {
+    observe?.(request, reply);
     writeRequestLine({
       requestId: request.id,
       method: request.method,
@@ -130,6 +134,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
 
   await installOpenApi(app);
   await app.register(healthRoutes);
+  observe = installMetrics(app);
   await app.register(
     async (v1) => {
       installAuth(v1);

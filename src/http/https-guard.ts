@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { AppError } from './errors.ts';
 
-const OPEN_PATHS = new Set(['/healthz', '/readyz']);
+const OPEN_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
 /**
  * Behind a TLS-terminating proxy the service listens in plain HTTP; it then refuses any request the

@@ -15,7 +15,19 @@ const Liveness = Type.Object(
 );
 const Readiness = Type.Object({
   status: Type.String({ enum: ['ok', 'unavailable'] }),
-  checks: Type.Object({ database: Type.Boolean({ description: 'Whether the database answered.' }) }),
+  checks: Type.Object({
+    database: Type.Boolean({ description: 'Whether the database answered.' }),
+    rate_limiter: Type.Object(
+      {
+        backend: Type.String({ enum: ['memory', 'redis'] }),
+        degraded: Type.Boolean({
+          description: 'Redis is unreachable and counters are per process; readiness does not fail.',
+        }),
+        detail: Type.Optional(Type.String()),
+      },
+      { description: "The rate limiter's counters." },
+    ),
+  }),
 });
 
 /**
@@ -34,6 +46,16 @@ const PROBES: Record<string, RouteSchema> = {
     response: {
       200: { ...Readiness, description: 'Ready to serve.' },
       503: { ...Readiness, description: 'Not ready: the database did not answer.' },
+    },
+  },
+  '/metrics': {
+    tags: ['Health'],
+    summary: 'Prometheus metrics: requests by route and status, durations, the process',
+    response: {
+      200: {
+        description: 'The Prometheus text format (version 0.0.4).',
+        content: { 'text/plain': { schema: Type.String() } },
+      },
     },
   },
 };

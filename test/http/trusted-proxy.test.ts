@@ -94,6 +94,10 @@ describeEachDatabase(
         assert.equal(res.status, 200, path);
         assert.equal(res.body.status, 'ok');
       }
+      // And the metrics, for a scraper inside the network.
+      const metrics = await h.request('GET', '/metrics');
+      assert.equal(metrics.status, 200);
+      assert.match(metrics.raw, /^# TYPE ads_http_requests_total counter$/m);
     });
   },
   { env: { ADS_TRUST_PROXY: 'true' } },

@@ -9,7 +9,7 @@ import { createHarness } from '../helpers/harness.ts';
 type Json = Record<string, any>;
 
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
-const PUBLIC = ['GET /healthz', 'GET /readyz', 'POST /v1/invitations/accept'];
+const PUBLIC = ['GET /healthz', 'GET /readyz', 'GET /metrics', 'POST /v1/invitations/accept'];
 const UNDOCUMENTED = /^\/(v1\/openapi\.json|docs)(\/|$)/;
 
 /** `METHOD /path/{param}` of every route, read from Fastify's own route tree. */

@@ -64,6 +64,7 @@ const everyone = (status: number): Row =>
 const EXPECTED: Record<string, Row> = {
   'GET /healthz': everyone(200),
   'GET /readyz': everyone(200),
+  'GET /metrics': everyone(200),
   'GET /v1/openapi.json': everyone(200),
   'GET /docs': everyone(200),
   'GET /docs/': everyone(200),

@@ -141,6 +141,7 @@ const ROUTES: Route[] = [
 const PUBLIC: Route[] = [
   { method: 'GET', path: '/healthz', scope: 'any' },
   { method: 'GET', path: '/readyz', scope: 'any' },
+  { method: 'GET', path: '/metrics', scope: 'any' },
   { method: 'GET', path: '/v1/openapi.json', scope: 'any' },
   { method: 'POST', path: '/v1/invitations/accept', scope: 'any', body: { token: 'adsinv_unknown' } },
 ];

@@ -44,6 +44,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/metrics': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Prometheus metrics: requests by route and status, durations, the process
+     * @description No API key needed.
+     */
+    get: operations['getMetrics'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/account': {
     parameters: {
       query?: never;
@@ -792,7 +812,12 @@ export interface operations {
            * @example {
            *       "status": "ok",
            *       "checks": {
-           *         "database": true
+           *         "database": true,
+           *         "rate_limiter": {
+           *           "backend": "memory",
+           *           "degraded": true,
+           *           "detail": "text"
+           *         }
            *       }
            *     }
            */
@@ -802,6 +827,14 @@ export interface operations {
             checks: {
               /** @description Whether the database answered. */
               database: boolean;
+              /** @description The rate limiter's counters. */
+              rate_limiter: {
+                /** @enum {string} */
+                backend: 'memory' | 'redis';
+                /** @description Redis is unreachable and counters are per process; readiness does not fail. */
+                degraded: boolean;
+                detail?: string;
+              };
             };
           };
         };
@@ -827,7 +860,12 @@ export interface operations {
            * @example {
            *       "status": "ok",
            *       "checks": {
-           *         "database": true
+           *         "database": true,
+           *         "rate_limiter": {
+           *           "backend": "memory",
+           *           "degraded": true,
+           *           "detail": "text"
+           *         }
            *       }
            *     }
            */
@@ -837,8 +875,47 @@ export interface operations {
             checks: {
               /** @description Whether the database answered. */
               database: boolean;
+              /** @description The rate limiter's counters. */
+              rate_limiter: {
+                /** @enum {string} */
+                backend: 'memory' | 'redis';
+                /** @description Redis is unreachable and counters are per process; readiness does not fail. */
+                degraded: boolean;
+                detail?: string;
+              };
             };
           };
+        };
+      };
+    };
+  };
+  getMetrics: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The Prometheus text format (version 0.0.4). */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'text/plain': string;
+        };
+      };
+      /** @description Internal Server Error: `internal_error`. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
         };
       };
     };

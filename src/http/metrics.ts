@@ -1,0 +1,61 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+
+/**
+ * The process's own metrics (CPU, memory, event-loop delay, GC: prom-client's defaults), collected
+ * once per process however many apps it builds (tests build many).
+ */
+let processRegistry: Registry | undefined;
+function processMetrics(): Registry {
+  if (!processRegistry) {
+    processRegistry = new Registry();
+    collectDefaultMetrics({ register: processRegistry, prefix: 'ads_' });
+  }
+  return processRegistry;
+}
+
+/** Request duration buckets, in seconds: from a cached read to a slow search. */
+const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+
+/**
+ * `GET /metrics` in the Prometheus text format (decisions §9), no key needed: requests by method,
+ * route template and status, their durations, whether the rate limiter fell back to per-process
+ * counters, and the process metrics. Labels are route templates (`/v1/data/:id`), never ids,
+ * accounts or keys, so the series stay few and say nothing about any one account. Returns the
+ * per-response step, which the app's onResponse hook calls.
+ */
+export function installMetrics(app: FastifyInstance): (request: FastifyRequest, reply: FastifyReply) => void {
+  const registry = new Registry();
+  const requests = new Counter({
+    name: 'ads_http_requests_total',
+    help: 'HTTP requests answered, by method, route template and status.',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: 'ads_http_request_duration_seconds',
+    help: 'Time from receiving a request to the end of its answer, by method and route template.',
+    labelNames: ['method', 'route'] as const,
+    buckets: BUCKETS,
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'ads_rate_limiter_degraded',
+    help: '1 while the rate limiter counts per process because Redis is unreachable, else 0.',
+    registers: [registry],
+    collect() {
+      this.set(app.ctx.rateLimiter.health().degraded ? 1 : 0);
+    },
+  });
+
+  app.get('/metrics', async (_request, reply) => {
+    const merged = Registry.merge([processMetrics(), registry]);
+    return reply.type(merged.contentType).send(await merged.metrics());
+  });
+
+  return (request, reply) => {
+    const route = request.routeOptions.url ?? 'unmatched';
+    requests.inc({ method: request.method, route, status: reply.statusCode });
+    duration.observe({ method: request.method, route }, reply.elapsedTime / 1000);
+  };
+}
