@@ -34,6 +34,27 @@ export const EnvSchema = Type.Object({
 
 export type Env = Static<typeof EnvSchema>;
 
+/** A webhook attempt's deadline can be long, but a timer (and a drain waiting on it) must be sane. */
+const MAX_WEBHOOK_TIMEOUT_MS = 600_000;
+
+/** Settings whose values are secret: an error line names them but never shows the value. */
+const SECRET_SETTINGS = new Set(['ADS_SECRET_KEY']);
+
+/** A setting's value as an error line may show it: secrets hidden, URL passwords masked. */
+function redact(name: string, value: string): string {
+  if (SECRET_SETTINGS.has(name)) return '(hidden)';
+  return value.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/@:]*):[^/@]*@/i, '$1:***@');
+}
+
+const isHttpUrl = (value: string) => {
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'https:' || url.protocol === 'http:') && url.hostname !== '';
+  } catch {
+    return false;
+  }
+};
+
 /** `cacheMb`: SQLite's page cache for the connection (ADS_SQLITE_CACHE_MB; default SQLITE_CACHE_MB). */
 export type DatabaseConfig =
   | { dialect: 'sqlite'; file: string; cacheMb?: number }
@@ -95,7 +116,9 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
     const name = first.instancePath.replace(/^\//, '') || 'ADS_*';
     const allowed = (first.params as { allowedValues?: unknown[] }).allowedValues;
     const why = allowed ? `must be one of ${allowed.join(', ')}` : first.message;
-    throw new ConfigError(`Invalid setting ${name}=${JSON.stringify(raw[name] ?? '')}: ${why}.`);
+    throw new ConfigError(
+      `Invalid setting ${name}=${JSON.stringify(redact(name, raw[name] ?? ''))}: ${why}.`,
+    );
   }
   const e = raw as Env;
   const bool = (v: string | undefined) => v === 'true' || v === '1';
@@ -108,6 +131,16 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
   }
   const host = e.ADS_HOST ?? '127.0.0.1';
   const retrySchedule = e.ADS_WEBHOOK_RETRY_SCHEDULE?.split(',').map(Number) ?? DEFAULT_RETRY_SCHEDULE;
+  if (Number(e.ADS_WEBHOOK_TIMEOUT_MS ?? 0) > MAX_WEBHOOK_TIMEOUT_MS) {
+    throw new ConfigError(
+      `Invalid setting ADS_WEBHOOK_TIMEOUT_MS=${JSON.stringify(e.ADS_WEBHOOK_TIMEOUT_MS)}: at most ${MAX_WEBHOOK_TIMEOUT_MS} (10 minutes).`,
+    );
+  }
+  if (e.ADS_PUBLIC_URL !== undefined && !isHttpUrl(e.ADS_PUBLIC_URL)) {
+    throw new ConfigError(
+      `Invalid setting ADS_PUBLIC_URL=${JSON.stringify(e.ADS_PUBLIC_URL)}: must be an http(s) URL with a host.`,
+    );
+  }
   const config: Config = {
     dataDir,
     database: parseDatabaseUrl(

@@ -16,3 +16,37 @@ describe('URLs built from the listening address', () => {
     assert.equal(config.publicUrlGiven, false);
   });
 });
+
+describe('bad settings', () => {
+  const refusal = (env: Record<string, string>) => {
+    try {
+      loadConfig({ ADS_DATA_DIR: '/tmp/ads-config-test', ...env });
+    } catch (err) {
+      return (err as Error).message;
+    }
+    assert.fail(`accepted ${JSON.stringify(env)}`);
+  };
+
+  it('name the setting but never show a secret or a URL password', () => {
+    const secret = refusal({ ADS_SECRET_KEY: 's3cr3t!!' });
+    assert.match(secret, /ADS_SECRET_KEY/);
+    assert.ok(!secret.includes('s3cr3t'), secret);
+    const db = refusal({ ADS_DATABASE_URL: 'mysql://app:hunter2@db/x' });
+    assert.match(db, /ADS_DATABASE_URL="mysql:\/\/app:\*\*\*@db\/x"/);
+    assert.ok(!db.includes('hunter2'), db);
+    const redis = refusal({ ADS_REDIS_URL: 'memcache://u:pw0rd@h' });
+    assert.ok(!redis.includes('pw0rd'), redis);
+  });
+
+  it('refuse a webhook timeout no timer can hold and a public URL without a host', () => {
+    assert.match(refusal({ ADS_WEBHOOK_TIMEOUT_MS: '3000000000' }), /ADS_WEBHOOK_TIMEOUT_MS.*at most 600000/);
+    assert.equal(loadConfig({ ADS_WEBHOOK_TIMEOUT_MS: '600000' }).webhook.timeoutMs, 600_000);
+    for (const url of ['https://', 'http://:8443', 'https://exa mple.com']) {
+      assert.match(refusal({ ADS_PUBLIC_URL: url }), /ADS_PUBLIC_URL/, url);
+    }
+    assert.equal(
+      loadConfig({ ADS_PUBLIC_URL: 'https://api.example.com/' }).publicUrl,
+      'https://api.example.com',
+    );
+  });
+});
