@@ -24,18 +24,14 @@ export interface RunningServer {
 }
 
 /**
- * Opens and migrates the database, creates a first account on an empty one, and serves HTTPS (or
- * plain HTTP behind a trusted proxy). The caller owns signals and printing.
+ * Opens and migrates the database, serves HTTPS (or plain HTTP behind a trusted proxy), and once
+ * serving creates a first account on an empty database. The caller owns signals and printing.
  */
 export async function startServer(config: Readonly<Config>, logger: Logger): Promise<RunningServer> {
   const database = openDatabase(config.database);
   try {
     const applied = await migrate(database);
     if (applied.length) logger.info({ migrations: applied }, 'migrations applied');
-    let bootstrap: CreatedAccount | null = null;
-    if (!(await anyAccount(database.db))) {
-      bootstrap = await createAccount(database, { name: 'Default account', adminEmail: 'admin@localhost' });
-    }
     const tls = config.trustProxy ? undefined : await loadTls(config);
     if (tls?.generated)
       logger.info({ cert: tls.generated }, 'generated a self-signed development certificate');
@@ -55,6 +51,13 @@ export async function startServer(config: Readonly<Config>, logger: Logger): Pro
       ctx.config = Object.freeze({ ...config, publicUrl: defaultPublicUrl(config.host, port) });
     }
     const workers = await startWorkers(ctx);
+    // The first account of an empty database is made only now that the server runs, so its key,
+    // which is shown once, is never made by a start that then fails (port taken, bad TLS files…)
+    // and so never shown at all.
+    let bootstrap: CreatedAccount | null = null;
+    if (!(await anyAccount(database.db))) {
+      bootstrap = await createAccount(database, { name: 'Default account', adminEmail: 'admin@localhost' });
+    }
     const url = originOf(tls ? 'https' : 'http', config.host, port);
     logger.info({ url: `${url}/v1`, database: database.dialect }, 'listening');
     return {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -82,6 +83,16 @@ describe('ads command line', () => {
   it('serve: HTTPS with a generated certificate, a ready key on an empty database, SIGTERM exits 0', async () => {
     const fresh = fs.mkdtempSync(path.join(os.tmpdir(), 'ads-serve-'));
     try {
+      // A first start that fails (its port is taken) makes no account, so the key of the start
+      // that succeeds is still shown.
+      const blocker = net.createServer();
+      await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+      const taken = (blocker.address() as net.AddressInfo).port;
+      const failed = runAds(['serve'], { ADS_DATA_DIR: fresh, ADS_PORT: String(taken) });
+      blocker.close();
+      assert.notEqual(failed.code, 0, failed.stderr);
+      assert.match(failed.stderr, /EADDRINUSE/);
+      assert.doesNotMatch(failed.stdout, /Admin API key/);
       const server = await startServe({ ADS_DATA_DIR: fresh });
       assert.match(server.url, /^https:\/\/127\.0\.0\.1:\d+$/);
       assert.ok(fs.existsSync(path.join(fresh, 'tls/cert.pem')));
