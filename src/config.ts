@@ -9,7 +9,10 @@ const Positive = Type.String({ pattern: '^[1-9][0-9]{0,9}$' });
 /** Every setting the service reads, as environment variables (decisions §9). */
 export const EnvSchema = Type.Object({
   ADS_DATA_DIR: Type.Optional(Type.String({ minLength: 1 })),
-  ADS_DATABASE_URL: Type.Optional(Type.String({ pattern: '^(postgres(ql)?://|sqlite:|file:|/|\\.)' })),
+  // postgres:// selects PostgreSQL; sqlite:, file: or a plain path (no URL scheme) selects SQLite.
+  ADS_DATABASE_URL: Type.Optional(
+    Type.String({ pattern: '^(postgres(ql)?://|sqlite:|file:|(?![A-Za-z][A-Za-z0-9+.-]*:))' }),
+  ),
   ADS_REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
   ADS_HOST: Type.Optional(Type.String({ minLength: 1 })),
   ADS_PORT: Type.Optional(Port),

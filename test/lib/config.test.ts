@@ -50,3 +50,19 @@ describe('bad settings', () => {
     );
   });
 });
+
+describe('ADS_DATABASE_URL', () => {
+  it('takes a plain path, relative or absolute, as the SQLite file, and refuses other schemes', () => {
+    const at = (url: string) => loadConfig({ ADS_DATABASE_URL: url }, '/srv/app').database;
+    assert.deepEqual(at('relative/ads.sqlite'), {
+      dialect: 'sqlite',
+      file: '/srv/app/relative/ads.sqlite',
+      cacheMb: 64,
+    });
+    assert.equal((at('/var/lib/ads.sqlite') as { file: string }).file, '/var/lib/ads.sqlite');
+    assert.equal((at('./a.sqlite') as { file: string }).file, '/srv/app/a.sqlite');
+    assert.equal((at('sqlite:data/b.sqlite') as { file: string }).file, '/srv/app/data/b.sqlite');
+    assert.equal(at('postgres://u@h/db').dialect, 'postgres');
+    assert.throws(() => loadConfig({ ADS_DATABASE_URL: 'mysql://u@h/db' }), /ADS_DATABASE_URL/);
+  });
+});
