@@ -40,6 +40,13 @@ export async function keysCommand(config: Readonly<Config>, argv: string[]): Pro
       process.stderr.write(`ads: no user ${values.user}\n`);
       return 1;
     }
+    // Only an active user's keys authenticate: a key made now would be refused until they accept.
+    if (user.status !== 'active') {
+      process.stderr.write(
+        `ads: user ${values.user} has not accepted their invitation yet; their first key comes with it\n`,
+      );
+      return 1;
+    }
     const key = await issueKey({ database, clock: systemClock }, user.account_id, user.id, {
       name: values.name,
       scopes: [...new Set(scopes)],

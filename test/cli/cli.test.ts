@@ -4,6 +4,8 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
+import { loadConfig } from '../../src/config.ts';
+import { openDatabase } from '../../src/db/database.ts';
 import { runAds, startServe } from '../helpers/process.ts';
 import { partOf, startSmtpServer } from '../helpers/smtp-server.ts';
 
@@ -58,6 +60,33 @@ describe('ads command line', () => {
       env,
     );
     assert.equal(nobody.code, 1);
+  });
+
+  it('refuses a key for a user who has not accepted their invitation (it could not authenticate)', async () => {
+    const database = openDatabase(loadConfig(env).database);
+    const invitedId = 'usr_01JD4Z5T8N3QK9W2V7R6M1B0XD';
+    try {
+      const now = new Date().toISOString();
+      await database.db
+        .insertInto('users')
+        .values({
+          account_id: created.account.id,
+          id: invitedId,
+          email: 'later@acme.test',
+          email_lower: 'later@acme.test',
+          role: 'member',
+          status: 'invited',
+          created_at: now,
+          updated_at: now,
+        })
+        .execute();
+    } finally {
+      await database.close();
+    }
+    const res = runAds(['keys', 'create', '--user', invitedId, '--scopes', 'read'], env);
+    assert.equal(res.code, 1);
+    assert.match(res.stderr, /has not accepted their invitation/);
+    assert.doesNotMatch(res.stdout, /ads_/);
   });
 
   it('changes a plan, and refuses an unknown plan or account', () => {
