@@ -49,6 +49,10 @@ function redact(name: string, value: string): string {
   return value.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/@:]*):[^/@]*@/i, '$1:***@');
 }
 
+/** The one line a bad setting stops start-up with: its name, its value (redacted), and why. */
+const invalidSetting = (name: string, value: string, why: string) =>
+  new ConfigError(`Invalid setting ${name}=${JSON.stringify(redact(name, value))}: ${why}.`);
+
 const isHttpUrl = (value: string) => {
   try {
     const url = new URL(value);
@@ -119,30 +123,27 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
     const name = first.instancePath.replace(/^\//, '') || 'ADS_*';
     const allowed = (first.params as { allowedValues?: unknown[] }).allowedValues;
     const why = allowed ? `must be one of ${allowed.join(', ')}` : first.message;
-    throw new ConfigError(
-      `Invalid setting ${name}=${JSON.stringify(redact(name, raw[name] ?? ''))}: ${why}.`,
-    );
+    throw invalidSetting(name, raw[name] ?? '', why);
   }
   const e = raw as Env;
   const bool = (v: string | undefined) => v === 'true' || v === '1';
   const dataDir = path.resolve(cwd, e.ADS_DATA_DIR ?? './var');
   const port = Number(e.ADS_PORT ?? 8443);
-  if (port > 65535)
-    throw new ConfigError(`Invalid setting ADS_PORT=${JSON.stringify(e.ADS_PORT)}: above 65535.`);
+  if (port > 65535) throw invalidSetting('ADS_PORT', e.ADS_PORT ?? '', 'above 65535');
   if (Boolean(e.ADS_TLS_CERT) !== Boolean(e.ADS_TLS_KEY)) {
     throw new ConfigError('Invalid setting ADS_TLS_CERT/ADS_TLS_KEY: set both or neither.');
   }
   const host = e.ADS_HOST ?? '127.0.0.1';
   const retrySchedule = e.ADS_WEBHOOK_RETRY_SCHEDULE?.split(',').map(Number) ?? DEFAULT_RETRY_SCHEDULE;
   if (Number(e.ADS_WEBHOOK_TIMEOUT_MS ?? 0) > MAX_WEBHOOK_TIMEOUT_MS) {
-    throw new ConfigError(
-      `Invalid setting ADS_WEBHOOK_TIMEOUT_MS=${JSON.stringify(e.ADS_WEBHOOK_TIMEOUT_MS)}: at most ${MAX_WEBHOOK_TIMEOUT_MS} (10 minutes).`,
+    throw invalidSetting(
+      'ADS_WEBHOOK_TIMEOUT_MS',
+      e.ADS_WEBHOOK_TIMEOUT_MS ?? '',
+      `at most ${MAX_WEBHOOK_TIMEOUT_MS} (10 minutes)`,
     );
   }
   if (e.ADS_PUBLIC_URL !== undefined && !isHttpUrl(e.ADS_PUBLIC_URL)) {
-    throw new ConfigError(
-      `Invalid setting ADS_PUBLIC_URL=${JSON.stringify(e.ADS_PUBLIC_URL)}: must be an http(s) URL with a host.`,
-    );
+    throw invalidSetting('ADS_PUBLIC_URL', e.ADS_PUBLIC_URL, 'must be an http(s) URL with a host');
   }
   const config: Config = {
     dataDir,
@@ -186,6 +187,6 @@ function parseDatabaseUrl(
   if (!url) return { dialect: 'sqlite', file: path.join(dataDir, 'ads.sqlite'), cacheMb };
   if (/^postgres(ql)?:\/\//.test(url)) return { dialect: 'postgres', url };
   const file = url.replace(/^sqlite:(\/\/)?/, '').replace(/^file:(\/\/)?/, '');
-  if (!file) throw new ConfigError(`Invalid setting ADS_DATABASE_URL=${JSON.stringify(url)}: no file path.`);
+  if (!file) throw invalidSetting('ADS_DATABASE_URL', url, 'no file path');
   return { dialect: 'sqlite', file: path.resolve(cwd, file), cacheMb };
 }
