@@ -1,6 +1,8 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { type Static, Type } from 'typebox';
 import { Value } from 'typebox/value';
+import { KEY_FORMAT, parseKey } from './lib/secret-box.ts';
 
 const Bool = Type.Enum(['true', 'false', '1', '0']);
 const Port = Type.String({ pattern: '^[0-9]{1,5}$' });
@@ -142,6 +144,13 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
       `at most ${MAX_WEBHOOK_TIMEOUT_MS} (10 minutes)`,
     );
   }
+  if (e.ADS_SECRET_KEY !== undefined && !parseKey(e.ADS_SECRET_KEY)) {
+    throw invalidSetting(
+      'ADS_SECRET_KEY',
+      e.ADS_SECRET_KEY,
+      `must be ${KEY_FORMAT} (openssl rand -base64 32)`,
+    );
+  }
   if (e.ADS_PUBLIC_URL !== undefined && !isHttpUrl(e.ADS_PUBLIC_URL)) {
     throw invalidSetting('ADS_PUBLIC_URL', e.ADS_PUBLIC_URL, 'must be an http(s) URL with a host');
   }
@@ -176,6 +185,68 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
     authFailuresPerMinute: Number(e.ADS_AUTH_FAILURES_PER_MINUTE ?? 20),
   };
   return Object.freeze(config);
+}
+
+/**
+ * Checks, before anything starts, what the settings name on disk: ADS_DATA_DIR is a directory (or
+ * does not exist yet), and the files (the TLS pair when this process serves HTTPS, the webhook CA)
+ * can be read. Throws ConfigError naming the setting, where the first use would fail later with a
+ * bare `ENOENT` and no variable named.
+ */
+export function checkSettingPaths(config: Readonly<Config>, opts: { tls: boolean }): void {
+  const stat = (file: string) => {
+    try {
+      return fs.statSync(file);
+    } catch (err) {
+      return (err as NodeJS.ErrnoException).code ?? 'unreadable';
+    }
+  };
+  const dir = stat(config.dataDir);
+  if (typeof dir === 'string' ? dir !== 'ENOENT' : !dir.isDirectory()) {
+    const why = typeof dir === 'string' ? `cannot use it (${dir})` : 'not a directory';
+    throw invalidSetting('ADS_DATA_DIR', config.dataDir, why);
+  }
+  const files: [string, string | undefined][] = [
+    ['ADS_TLS_CERT', opts.tls ? config.tls?.certFile : undefined],
+    ['ADS_TLS_KEY', opts.tls ? config.tls?.keyFile : undefined],
+    ['ADS_WEBHOOK_CA_FILE', config.webhook.caFile],
+  ];
+  for (const [name, file] of files) {
+    if (file === undefined) continue;
+    const found = stat(file);
+    let why = typeof found === 'string' ? `cannot read the file (${found})` : null;
+    if (typeof found !== 'string') {
+      if (!found.isFile()) why = 'not a file';
+      else {
+        try {
+          fs.accessSync(file, fs.constants.R_OK);
+        } catch (err) {
+          why = `cannot read the file (${(err as NodeJS.ErrnoException).code})`;
+        }
+      }
+    }
+    if (why) throw invalidSetting(name, file, why);
+  }
+}
+
+/** The listen error a bad ADS_HOST or ADS_PORT gives, as a ConfigError naming the setting. */
+export function listenError(err: unknown, config: Readonly<Config>): unknown {
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  const at = originOf('https', config.host, config.port).replace('https://', '');
+  switch (code) {
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+    case 'EAI_NONAME':
+      return invalidSetting('ADS_HOST', config.host, `the name does not resolve (${code})`);
+    case 'EADDRNOTAVAIL':
+      return invalidSetting('ADS_HOST', config.host, `no interface of this machine has it (${code})`);
+    case 'EADDRINUSE':
+      return invalidSetting('ADS_PORT', String(config.port), `another process listens on ${at} (${code})`);
+    case 'EACCES':
+      return invalidSetting('ADS_PORT', String(config.port), `not allowed to listen on ${at} (${code})`);
+    default:
+      return err;
+  }
 }
 
 function parseDatabaseUrl(

@@ -5,7 +5,7 @@ import tls from 'node:tls';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { buildApp } from './app.ts';
-import { type Config, defaultPublicUrl, originOf } from './config.ts';
+import { type Config, checkSettingPaths, defaultPublicUrl, listenError, originOf } from './config.ts';
 import type { AppContext } from './context.ts';
 import { type Database, migrate, openDatabase } from './db/database.ts';
 import { systemClock } from './lib/time.ts';
@@ -28,6 +28,7 @@ export interface RunningServer {
  * serving creates a first account on an empty database. The caller owns signals and printing.
  */
 export async function startServer(config: Readonly<Config>, logger: Logger): Promise<RunningServer> {
+  checkSettingPaths(config, { tls: !config.trustProxy });
   const database = openDatabase(config.database);
   try {
     const applied = await migrate(database);
@@ -43,7 +44,9 @@ export async function startServer(config: Readonly<Config>, logger: Logger): Pro
     const ctx: AppContext = { config, database, clock: systemClock, logger, rateLimiter };
     const app = await buildApp(ctx, tls ? { https: { key: tls.key, cert: tls.cert } } : {});
     const drain = trackConnections(app.server);
-    await app.listen({ host: config.host, port: config.port });
+    await app.listen({ host: config.host, port: config.port }).catch((err: unknown) => {
+      throw listenError(err, config);
+    });
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
     if (!config.publicUrlGiven && config.port === 0) {

@@ -32,6 +32,7 @@ async function main(argv: string[]): Promise<number> {
   const logger = createLogger(config.logLevel);
   switch (command) {
     case 'serve':
+      parseArgs({ args: rest, options: {} });
       return serveCommand(config, logger);
     case 'worker':
       parseArgs({ args: rest, options: {} });

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Config } from '../config.ts';
+import { type Config, checkSettingPaths } from '../config.ts';
 import type { AppContext } from '../context.ts';
 import { migrate, openDatabase } from '../db/database.ts';
 import { systemClock } from '../lib/time.ts';
@@ -14,6 +14,7 @@ import { exitOnSignals } from './shutdown.ts';
  * handlers are in place before start-up, so a signal during start-up also ends cleanly.
  */
 export async function workerCommand(config: Readonly<Config>, logger: Logger): Promise<number> {
+  checkSettingPaths(config, { tls: false });
   const database = openDatabase(config.database);
   const starting = (async () => {
     const applied = await migrate(database);

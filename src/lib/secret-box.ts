@@ -67,12 +67,19 @@ export function createSecretBox(key: Buffer): SecretBox {
   };
 }
 
-function decodeKey(text: string, source: string): Buffer {
+/** The key a base64 text holds, or null unless it is base64 of exactly KEY_BYTES bytes. */
+export function parseKey(text: string): Buffer | null {
   const trimmed = text.trim();
   const key = BASE64.test(trimmed) ? Buffer.from(trimmed, 'base64') : null;
-  if (!key || key.length !== KEY_BYTES) {
-    throw new Error(`${source} must be base64 of exactly ${KEY_BYTES} bytes`);
-  }
+  return key && key.length === KEY_BYTES ? key : null;
+}
+
+/** What a valid key looks like, for error messages. */
+export const KEY_FORMAT = `base64 of exactly ${KEY_BYTES} bytes`;
+
+function decodeKey(text: string, source: string): Buffer {
+  const key = parseKey(text);
+  if (!key) throw new Error(`${source} must be ${KEY_FORMAT}`);
   return key;
 }
 

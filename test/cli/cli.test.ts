@@ -103,6 +103,30 @@ describe('ads command line', () => {
     assert.match(lines[0]!, /ADS_PORT/);
   });
 
+  it('names the setting when what it points at is unusable (a path: before touching the database)', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ads-paths-'));
+    try {
+      const aFile = path.join(dir, 'a-file');
+      fs.writeFileSync(aFile, 'x');
+      const cases: [string[], Record<string, string>, RegExp][] = [
+        [['serve'], { ADS_TLS_CERT: 'missing.pem', ADS_TLS_KEY: 'missing.key' }, /ADS_TLS_CERT=.*ENOENT/],
+        [['worker'], { ADS_WEBHOOK_CA_FILE: dir }, /ADS_WEBHOOK_CA_FILE=.*not a file/],
+        [['serve'], { ADS_DATA_DIR: aFile }, /ADS_DATA_DIR=.*not a directory/],
+        [['serve', '--port', '9000'], {}, /Unknown option '--port'/],
+        [['serve'], { ADS_HOST: 'no-such-host.invalid', ADS_PORT: '0' }, /ADS_HOST="no-such-host\.invalid"/],
+      ];
+      // The last case gets as far as listening, so it runs after the ones that must not.
+      for (const [args, settings, message] of cases) {
+        const res = runAds(args, { ...env, ADS_DATA_DIR: path.join(dir, 'data'), ...settings });
+        assert.equal(res.code, 2, `${JSON.stringify(settings)}: ${res.stderr}`);
+        assert.match(res.stderr, message);
+        if (!settings.ADS_HOST) assert.ok(!fs.existsSync(path.join(dir, 'data', 'ads.sqlite')), res.stderr);
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('rejects an unknown command with usage and exit 2', () => {
     const res = runAds(['frobnicate'], env);
     assert.equal(res.code, 2);
@@ -119,8 +143,8 @@ describe('ads command line', () => {
       const taken = (blocker.address() as net.AddressInfo).port;
       const failed = runAds(['serve'], { ADS_DATA_DIR: fresh, ADS_PORT: String(taken) });
       blocker.close();
-      assert.notEqual(failed.code, 0, failed.stderr);
-      assert.match(failed.stderr, /EADDRINUSE/);
+      assert.equal(failed.code, 2, failed.stderr);
+      assert.match(failed.stderr, new RegExp(`ADS_PORT="${taken}": another process listens on .*EADDRINUSE`));
       assert.doesNotMatch(failed.stdout, /Admin API key/);
       const server = await startServe({ ADS_DATA_DIR: fresh });
       assert.match(server.url, /^https:\/\/127\.0\.0\.1:\d+$/);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { defaultPublicUrl, loadConfig, originOf } from '../../src/config.ts';
+import { defaultPublicUrl, listenError, loadConfig, originOf } from '../../src/config.ts';
 
 describe('URLs built from the listening address', () => {
   it('puts an IPv6 host in brackets, and nothing else', () => {
@@ -38,6 +38,20 @@ describe('bad settings', () => {
     assert.ok(!redis.includes('pw0rd'), redis);
   });
 
+  it('refuse a secret key that is not base64 of 32 bytes, at load rather than at first use', () => {
+    for (const key of [
+      Buffer.alloc(31, 7).toString('base64'),
+      Buffer.alloc(33, 7).toString('base64'),
+      Buffer.alloc(32, 0xfb).toString('base64url'),
+    ]) {
+      const message = refusal({ ADS_SECRET_KEY: key });
+      assert.match(message, /ADS_SECRET_KEY="\(hidden\)": must be base64 of exactly 32 bytes/);
+      assert.ok(!message.includes(key), message);
+    }
+    const key = Buffer.alloc(32, 0xfb).toString('base64');
+    assert.equal(loadConfig({ ADS_SECRET_KEY: key }).secretKey, key);
+  });
+
   it('refuse a webhook timeout no timer can hold and a public URL without a host', () => {
     assert.match(refusal({ ADS_WEBHOOK_TIMEOUT_MS: '3000000000' }), /ADS_WEBHOOK_TIMEOUT_MS.*at most 600000/);
     assert.equal(loadConfig({ ADS_WEBHOOK_TIMEOUT_MS: '600000' }).webhook.timeoutMs, 600_000);
@@ -64,5 +78,26 @@ describe('ADS_DATABASE_URL', () => {
     assert.equal((at('sqlite:data/b.sqlite') as { file: string }).file, '/srv/app/data/b.sqlite');
     assert.equal(at('postgres://u@h/db').dialect, 'postgres');
     assert.throws(() => loadConfig({ ADS_DATABASE_URL: 'mysql://u@h/db' }), /ADS_DATABASE_URL/);
+  });
+});
+
+describe('listen errors', () => {
+  const config = loadConfig({ ADS_HOST: '::1', ADS_PORT: '443' });
+  const fail = (code: string) => Object.assign(new Error(`listen ${code}`), { code });
+
+  it('name ADS_HOST or ADS_PORT, with the system code', () => {
+    const message = (code: string) => (listenError(fail(code), config) as Error).message;
+    assert.match(
+      message('EACCES'),
+      /^Invalid setting ADS_PORT="443": not allowed to listen on \[::1\]:443 \(EACCES\)/,
+    );
+    assert.match(message('EADDRINUSE'), /^Invalid setting ADS_PORT="443": another process listens/);
+    assert.match(message('EADDRNOTAVAIL'), /^Invalid setting ADS_HOST="::1"/);
+    assert.match(message('EAI_AGAIN'), /^Invalid setting ADS_HOST="::1": the name does not resolve/);
+  });
+
+  it('pass any other error through unchanged', () => {
+    const other = fail('EMFILE');
+    assert.equal(listenError(other, config), other);
   });
 });
