@@ -20,9 +20,13 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * What a key's request must repeat to be replayed: method, the path as sent (with its ids, so the
+ * same key on `/users/A/invitation` and `/users/B/invitation` is a conflict) and query, and body.
+ */
 const fingerprint = (request: FastifyRequest) =>
   createHash('sha256')
-    .update(`${request.method} ${request.routeOptions.url}\n${JSON.stringify(request.body ?? null)}`)
+    .update(`${request.method} ${request.url}\n${JSON.stringify(request.body ?? null)}`)
     .digest('hex');
 
 /**

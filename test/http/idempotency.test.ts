@@ -42,6 +42,22 @@ describeEachDatabase('Idempotency-Key on POST (Stripe semantics)', (h) => {
     assert.equal(res.body.error.code, 'idempotency_conflict');
   });
 
+  it('answers the same key on another resource of the same route with 409, and does not act', async () => {
+    const invite = (email: string) =>
+      h.request('POST', '/v1/users', { key: acc.adminKey, body: { email, role: 'member' } });
+    const [one, two] = [await invite('resend-one@example.com'), await invite('resend-two@example.com')];
+    const resend = (id: string) =>
+      h.request('POST', `/v1/users/${id}/invitation`, {
+        key: acc.adminKey,
+        headers: { 'idempotency-key': 'key-resend' },
+      });
+    assert.equal((await resend(one.body.data.id)).status, 200);
+    const other = await resend(two.body.data.id);
+    assert.equal(other.status, 409);
+    assert.equal(other.body.error.code, 'idempotency_conflict');
+    assert.equal(other.headers['idempotent-replayed'], undefined);
+  });
+
   it('runs concurrent duplicates once; every caller gets the same object', async () => {
     const before = await count(acc.id);
     const results = await Promise.all(
