@@ -39,6 +39,21 @@ export async function enqueueMail(
 }
 
 /**
+ * Withdraws the messages still waiting for one address of an account (a cancelled or re-sent
+ * invitation): they end `failed` with `reason`, and their sealed bodies, which hold tokens, are
+ * wiped. A message a sender has already claimed may still go out; its token no longer works.
+ */
+export async function cancelPendingMail(db: Db, accountId: string, to: string, reason: string) {
+  await db
+    .updateTable('mail_outbox')
+    .set({ status: 'failed', sealed_message: null, locked_until: null, last_error: reason })
+    .where('account_id', '=', accountId)
+    .where('to_address', '=', to)
+    .where('status', '=', 'pending')
+    .execute();
+}
+
+/**
  * Claims up to `limit` due messages for `leaseMs`: a crashed sender's claim simply expires. On
  * PostgreSQL, SKIP LOCKED lets several processes claim disjoint batches at once.
  */

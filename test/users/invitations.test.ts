@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, it } from 'node:test';
+import { newId } from '../../src/lib/ids.ts';
 import { createMailer } from '../../src/mail/mailer.ts';
 import { createMailSender } from '../../src/mail/sender.ts';
+import { hashSecret } from '../../src/modules/api-keys/tokens.ts';
 import { describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
 import { partOf, startSmtpServer, type TestSmtpServer } from '../helpers/smtp-server.ts';
 
@@ -180,5 +183,120 @@ describeEachDatabase('invitations: email over SMTP, acceptance, re-sending', (h)
       await fileSender.stop();
       sender = createMailSender(h.ctx, { pollMs: 50 });
     }
+  });
+});
+
+describeEachDatabase('invitations: concurrent re-sends and accepts, withdrawn mail', (h) => {
+  let acc: TestAccount;
+  let smtp: TestSmtpServer;
+  let sender: ReturnType<typeof createMailSender>;
+  before(async () => {
+    acc = await h.account();
+    smtp = await startSmtpServer();
+    const mailer = createMailer({
+      smtpUrl: smtp.url,
+      outboxDir: path.join(h.config.dataDir, 'outbox'),
+      from: h.config.mailFrom,
+      timeoutMs: 2000,
+    });
+    // Not started: each test sends what is due with tick(), so mail waits until it does.
+    sender = createMailSender(h.ctx, { mailer });
+  });
+  after(async () => {
+    await sender.stop();
+    await smtp.close();
+  });
+
+  const invite = async (email: string) => {
+    const res = await h.request('POST', '/v1/users', { key: acc.adminKey, body: { email, role: 'admin' } });
+    assert.equal(res.status, 201);
+    return res.body.data.id as string;
+  };
+  const liveInvitations = async (userId: string) =>
+    (
+      await h.database.db
+        .selectFrom('invitations')
+        .select('id')
+        .where('user_id', '=', userId)
+        .where('used_at', 'is', null)
+        .execute()
+    ).length;
+  const mailTo = (email: string) =>
+    h.database.db
+      .selectFrom('mail_outbox')
+      .select(['status', 'sealed_message', 'last_error'])
+      .where('to_address', '=', email)
+      .orderBy('created_at')
+      .execute();
+
+  it('leaves exactly one working token after re-sends sent at the same moment', async () => {
+    for (let round = 0; round < 3; round++) {
+      const userId = await invite(`double-click-${round}@example.com`);
+      const resends = await Promise.all(
+        Array.from({ length: 6 }, () =>
+          h.request('POST', `/v1/users/${userId}/invitation`, { key: acc.adminKey }),
+        ),
+      );
+      assert.deepEqual(new Set(resends.map((r) => r.status)), new Set([200]));
+      assert.equal(await liveInvitations(userId), 1, `round ${round}`);
+    }
+  });
+
+  it('activates a user once, with one first key, when two of their tokens are accepted at once', async () => {
+    const userId = await invite('two-tokens@example.com');
+    // Two live tokens, as a re-send racing an accept could leave behind.
+    const tokens = [0, 1].map(() => `adsinv_${randomBytes(32).toString('base64url')}`);
+    const now = new Date().toISOString();
+    for (const token of tokens) {
+      await h.database.db
+        .insertInto('invitations')
+        .values({
+          account_id: acc.id,
+          id: newId('invitation'),
+          user_id: userId,
+          token_hash: hashSecret(token),
+          expires_at: new Date(Date.now() + 3600_000).toISOString(),
+          used_at: null,
+          created_at: now,
+        })
+        .execute();
+    }
+    const accepted = await Promise.all(
+      tokens.map((token) => h.request('POST', '/v1/invitations/accept', { body: { token } })),
+    );
+    assert.deepEqual(accepted.map((r) => r.status).sort(), [200, 400]);
+    const keys = await h.database.db
+      .selectFrom('api_keys')
+      .select('id')
+      .where('user_id', '=', userId)
+      .execute();
+    assert.equal(keys.length, 1);
+  });
+
+  it('never sends the invitation of a user removed while it waited, nor one a re-send replaced', async () => {
+    const removedId = await invite('typo@example.com');
+    assert.equal((await h.request('DELETE', `/v1/users/${removedId}`, { key: acc.adminKey })).status, 204);
+    const replacedId = await invite('resent@example.com');
+    assert.equal(
+      (await h.request('POST', `/v1/users/${replacedId}/invitation`, { key: acc.adminKey })).status,
+      200,
+    );
+    const before = smtp.messages.length;
+    await sender.tick();
+    const sent = smtp.messages.slice(before).flatMap((m) => m.rcptTo);
+    assert.ok(!sent.includes('typo@example.com'), sent.join());
+    assert.deepEqual(
+      sent.filter((to) => to === 'resent@example.com'),
+      ['resent@example.com'],
+    );
+    const [withdrawn] = await mailTo('typo@example.com');
+    assert.equal(withdrawn?.status, 'failed');
+    assert.equal(withdrawn?.sealed_message, null, 'the token it held is wiped');
+    assert.match(withdrawn?.last_error ?? '', /cancelled: the user was removed/);
+    const replaced = await mailTo('resent@example.com');
+    assert.deepEqual(replaced.map((m) => m.status).sort(), ['failed', 'sent']);
+    // The one that went out carries the token that works.
+    const token = tokenIn(smtp.messages.at(-1)!.raw);
+    assert.equal((await h.request('POST', '/v1/invitations/accept', { body: { token } })).status, 200);
   });
 });

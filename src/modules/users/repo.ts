@@ -13,6 +13,25 @@ export async function findUser(db: Db, accountId: string, userId: string): Promi
     .executeTakeFirst();
 }
 
+/**
+ * findUser, and on PostgreSQL the row stays locked until the transaction ends, so concurrent
+ * changes to one user (two invitation re-sends) run one after the other. SQLite's single writer
+ * already serialises them.
+ */
+export async function findUserForUpdate(
+  db: Db,
+  dialect: string,
+  accountId: string,
+  userId: string,
+): Promise<UsersTable | undefined> {
+  const query = db
+    .selectFrom('users')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('id', '=', userId);
+  return (dialect === 'postgres' ? query.forUpdate() : query).executeTakeFirst();
+}
+
 /** Operator-only lookup across accounts (`ads keys create --user`); API code always passes accountId. */
 export async function findUserForOperator(db: Db, userId: string): Promise<UsersTable | undefined> {
   return db.selectFrom('users').selectAll().where('id', '=', userId).executeTakeFirst();
@@ -77,6 +96,23 @@ export async function updateUser(
     .where('account_id', '=', accountId)
     .where('id', '=', userId)
     .execute();
+}
+
+/** An invited user becomes active; false when they were not (still) invited, so a race has one winner. */
+export async function activateInvitedUser(
+  db: Db,
+  accountId: string,
+  userId: string,
+  now: string,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('users')
+    .set({ status: 'active', created_at: now, updated_at: now })
+    .where('account_id', '=', accountId)
+    .where('id', '=', userId)
+    .where('status', '=', 'invited')
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
 }
 
 export async function deleteUser(db: Db, accountId: string, userId: string): Promise<void> {

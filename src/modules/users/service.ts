@@ -8,16 +8,18 @@ import { newId } from '../../lib/ids.ts';
 import { secretBoxFor } from '../../lib/secrets.ts';
 import { isoNow } from '../../lib/time.ts';
 import { renderInvitationEmail } from '../../mail/invitation-email.ts';
-import { enqueueMail } from '../../mail/outbox.ts';
+import { cancelPendingMail, enqueueMail } from '../../mail/outbox.ts';
 import { findAccount } from '../accounts/repo.ts';
 import { ROLE_SCOPES, type Role } from '../api-keys/scopes.ts';
 import { issueKey } from '../api-keys/service.ts';
 import { hashSecret } from '../api-keys/tokens.ts';
 import { consumeInvitation, expireInvitations, insertInvitation } from './invitations-repo.ts';
 import {
+  activateInvitedUser,
   countOtherActiveAdmins,
   deleteUser,
   findUser,
+  findUserForUpdate,
   insertUser,
   listUsers,
   lockAccountAdmins,
@@ -53,6 +55,8 @@ async function issueInvitation(ctx: AppContext, trx: Db, user: UsersTable, now: 
   const token = `adsinv_${randomBytes(32).toString('base64url')}`;
   const expiresAt = new Date(Date.parse(now) + INVITATION_TTL_MS).toISOString();
   await expireInvitations(trx, user.account_id, user.id, now);
+  // An earlier invitation still waiting to be sent (SMTP down) would only mail a dead token.
+  await cancelPendingMail(trx, user.account_id, user.email, 'cancelled: replaced by a newer invitation');
   await insertInvitation(trx, {
     account_id: user.account_id,
     id: newId('invitation'),
@@ -144,6 +148,8 @@ export async function removeMember(ctx: AppContext, accountId: string, userId: s
     if (!user) throw notFound('user', userId);
     await guardLastAdmin(trx, user, 'remove');
     await deleteUser(trx, accountId, userId);
+    // A cancelled invitation (a typo in the address, say) must not still reach that address.
+    await cancelPendingMail(trx, accountId, user.email, 'cancelled: the user was removed');
     await recordEvent(
       trx,
       ctx.database.dialect,
@@ -157,8 +163,10 @@ export async function removeMember(ctx: AppContext, accountId: string, userId: s
 
 /** Sends a still-invited user a fresh token; earlier tokens stop working. */
 export async function resendInvitation(ctx: AppContext, accountId: string, userId: string) {
-  return ctx.database.db.transaction().execute(async (trx) => {
-    const user = await findUser(trx, accountId, userId);
+  const { db, dialect } = ctx.database;
+  return db.transaction().execute(async (trx) => {
+    // Locked, so two re-sends at once cannot each miss the other's token when voiding earlier ones.
+    const user = await findUserForUpdate(trx, dialect, accountId, userId);
     if (!user) throw notFound('user', userId);
     if (user.status !== 'invited') {
       throw new AppError('invalid_request', `User ${userId} has already accepted their invitation.`);
@@ -180,7 +188,9 @@ export async function acceptInvitation(ctx: AppContext, token: string) {
     const user = await findUser(trx, inv.account_id, inv.user_id);
     if (user?.status !== 'invited') throw invalid();
     // `created_at` is the invitation time while invited and the join time once active (spec, User).
-    await updateUser(trx, user.account_id, user.id, { status: 'active', created_at: now, updated_at: now });
+    // Conditional, so of two tokens accepted at once (one issued just before a re-send voided it)
+    // only one activates the user and gets a first key.
+    if (!(await activateInvitedUser(trx, user.account_id, user.id, now))) throw invalid();
     const key = await issueKey(
       ctx,
       user.account_id,
