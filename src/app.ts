@@ -20,7 +20,7 @@ import { installOpenApi } from './http/openapi.ts';
 import { installRateLimit } from './http/rate-limit.ts';
 import { ErrorBody } from './http/schemas.ts';
 import './http/types.ts';
-import { createValidatorCompiler } from './http/validation.ts';
+import { createValidatorCompiler, refuseUndeclaredInput } from './http/validation.ts';
 import { newId } from './lib/ids.ts';
 import { LazyChildLogger, requestLineWriter } from './lib/logger.ts';
 import { accountRoutes } from './modules/accounts/routes.ts';
@@ -110,6 +110,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     lazily(() => validatorCompiler(route) as Compiled)) as FastifySchemaCompiler<FastifySchema>);
   app.removeContentTypeParser('text/plain');
   installJsonBody(app);
+  refuseUndeclaredInput(app, '/v1/');
   app.addSchema(ErrorBody);
 
   const notFound = installErrorHandling(app);

@@ -59,8 +59,8 @@ interface Traits {
   idempotent: boolean;
   /**
    * POST, PATCH, PUT and DELETE read whatever body arrives, even where the operation defines none:
-   * it must be JSON and within the size limit (400, 413), though an operation without a body
-   * schema then ignores it.
+   * it must be JSON and within the size limit (400, 413), and an operation without a body schema
+   * refuses one with fields (400, src/http/validation.ts refuseUndeclaredInput).
    */
   readsBody: boolean;
 }
@@ -120,7 +120,8 @@ function crossCutting(t: Traits, probe: boolean): number[] {
   const statuses = [403, 500];
   if (t.authenticated) statuses.push(401, 429);
   if (t.body !== null || t.readsBody) statuses.push(400, 413);
-  if (t.query.size > 0) statuses.push(400);
+  // Under /v1 an unknown query parameter is a 400 whether or not the operation has any.
+  if (t.query.size > 0 || t.path.startsWith('/v1/')) statuses.push(400);
   if (t.pathParams) statuses.push(404);
   if (t.idempotent) statuses.push(400, 409);
   return statuses;

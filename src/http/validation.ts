@@ -1,7 +1,14 @@
 import Ajv, { type ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
-import type { FastifySchema, FastifySchemaCompiler } from 'fastify';
-import type { ErrorDetail } from './errors.ts';
+import type {
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  FastifySchema,
+  FastifySchemaCompiler,
+  HookHandlerDoneFunction,
+} from 'fastify';
+import { AppError, type ErrorDetail } from './errors.ts';
 
 function makeAjv(coerce: boolean) {
   const ajv = new Ajv.default({
@@ -90,4 +97,59 @@ export function toDetails(errors: ErrorObject[], part: string): ErrorDetail[] {
 
 function unescapePointer(s: string) {
   return s.replace(/~1/g, '/').replace(/~0/g, '~');
+}
+
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+const unknownFields = (fields: string[]): ErrorDetail[] =>
+  fields.slice(0, MAX_DETAILS).map((field) => ({ field, message: 'is not a known field' }));
+
+const more = (n: number) => (n > 1 ? ` (and ${n - 1} more)` : '');
+
+/**
+ * An API route that declares no query schema (`GET /data/{id}`) refuses any parameter, as the
+ * others do: `DELETE /data/{id}?soft=true` must not quietly delete for good.
+ */
+function refuseQuery(request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) {
+  const fields = Object.keys(request.query as object);
+  if (fields.length === 0) return done();
+  const message = `Invalid query: ${fields[0]} is not a known field${more(fields.length)}.`;
+  done(new AppError('invalid_request', message, { details: unknownFields(fields) }));
+}
+
+/**
+ * A route that declares no body (`DELETE /users/{id}`, `POST /users/{id}/invitation`) refuses one
+ * with fields, as decisions §1 refuses unknown fields: `{"role":"admin"}` sent with a re-send
+ * would otherwise be ignored while the caller believes it applied. No body, `null` or `{}` is fine.
+ */
+function refuseBody(request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) {
+  const body = request.body;
+  if (body === undefined || body === null) return done();
+  const isObject = typeof body === 'object' && !Array.isArray(body);
+  const fields = isObject ? Object.keys(body) : [];
+  if (isObject && fields.length === 0) return done();
+  const message = isObject
+    ? `Invalid body: ${fields[0]} is not a known field${more(fields.length)}; ${request.method} on this path takes no body.`
+    : `Invalid body: ${request.method} on this path takes no body.`;
+  const details = isObject ? unknownFields(fields) : [{ field: 'body', message: 'must be empty' }];
+  done(new AppError('invalid_request', message, { details }));
+}
+
+/**
+ * Operations under `prefix` that declare no query schema, or (for a body method) no body schema,
+ * refuse what they would otherwise ignore (decisions §1: unknown fields are a 400).
+ */
+export function refuseUndeclaredInput(app: FastifyInstance, prefix: string) {
+  app.addHook('onRoute', (route) => {
+    // Hidden routes (the OpenAPI document itself) are files, not operations: `?v=2` may bust a cache.
+    if (!route.url.startsWith(prefix) || (route.schema as { hide?: boolean } | undefined)?.hide) return;
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    const added = [
+      ...(route.schema?.querystring ? [] : [refuseQuery]),
+      ...(route.schema?.body || !methods.some((m) => BODY_METHODS.has(m)) ? [] : [refuseBody]),
+    ];
+    if (added.length === 0) return;
+    const existing = route.preValidation;
+    route.preValidation = [...(existing ? [existing].flat() : []), ...added];
+  });
 }

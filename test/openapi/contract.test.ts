@@ -27,9 +27,12 @@ describe('contract check of responses against the OpenAPI document', () => {
 
   it('accepts real responses: success, templated path with a query, unknown route, hidden page', async () => {
     assertContract(h.app, await exchange('GET', '/v1/account', acc.adminKey));
-    const missing = await exchange('GET', '/v1/data/dat_01JD4Z5T8N3QK9W2V7R6M1B0XC?x=1', acc.adminKey);
+    const missing = await exchange('GET', '/v1/data/dat_01JD4Z5T8N3QK9W2V7R6M1B0XC', acc.adminKey);
     assert.equal(missing.status, 404);
     assertContract(h.app, missing);
+    const unknownQuery = await exchange('GET', '/v1/data/dat_01JD4Z5T8N3QK9W2V7R6M1B0XC?x=1', acc.adminKey);
+    assert.equal(unknownQuery.status, 400);
+    assertContract(h.app, unknownQuery);
     assertContract(h.app, await exchange('GET', '/v1/nothing-here'));
     assertContract(h.app, await exchange('DELETE', '/v1/account', acc.adminKey));
     assertContract(h.app, await exchange('GET', '/docs'));
