@@ -118,11 +118,15 @@ export async function unindexDataObject(
   accountId: string,
   id: string,
 ): Promise<void> {
+  // Locked on PostgreSQL, as a PATCH locks it before touching the index: a delete racing a PATCH
+  // of the same object then waits for it (instead of a deadlock answered 500), and un-counts the
+  // words the PATCH left rather than the ones it replaced.
   const row = await db
     .selectFrom('data_objects')
     .select(['account_id', 'id', 'title', 'type', 'content', 'tags', 'metadata'])
     .where('account_id', '=', accountId)
     .where('id', '=', id)
+    .$if(dialect === 'postgres', (q) => q.forUpdate())
     .executeTakeFirst();
   if (!row) return;
   const { removeDocument, wordsOf } = impl(dialect);

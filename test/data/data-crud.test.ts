@@ -181,4 +181,42 @@ describeEachDatabase('data objects: create, read, update, delete', (h) => {
     const list = await h.request('GET', '/v1/data?limit=100', { key: acc.adminKey });
     assert.ok(!list.body.data.items.some((i: { id: string }) => i.id === id));
   });
+
+  it('answers a PATCH and a DELETE of one object at once with 200/404 and 204, and leaves no index words', async () => {
+    const racer = await h.account('enterprise');
+    const ids: string[] = [];
+    for (let i = 0; i < 30; i++) {
+      const res = await h.request('POST', '/v1/data', {
+        key: racer.adminKey,
+        body: { title: `racer ${i}`, type: 'note', content: 'raceoldword' },
+      });
+      ids.push(res.body.data.id);
+    }
+    const outcomes = await Promise.all(
+      ids.flatMap((id) => [
+        h
+          .request('PATCH', `/v1/data/${id}`, {
+            key: racer.adminKey,
+            body: { title: 'changed', content: 'racenewword' },
+          })
+          .then((r) => `PATCH ${r.status}`),
+        h.request('DELETE', `/v1/data/${id}`, { key: racer.adminKey }).then((r) => `DELETE ${r.status}`),
+      ]),
+    );
+    const counts = new Map<string, number>();
+    for (const o of outcomes) counts.set(o, (counts.get(o) ?? 0) + 1);
+    assert.equal(counts.get('DELETE 204'), 30, JSON.stringify([...counts]));
+    assert.equal(
+      (counts.get('PATCH 200') ?? 0) + (counts.get('PATCH 404') ?? 0),
+      30,
+      JSON.stringify([...counts]),
+    );
+    const words = await h.database.db
+      .selectFrom('search_vocab')
+      .select(['word', 'docs'])
+      .where('account_id', '=', racer.id)
+      .where('docs', '>', 0)
+      .execute();
+    assert.deepEqual(words, [], 'every object is gone, so is every word it counted');
+  });
 });
