@@ -33,6 +33,11 @@ export function installAuth(app: FastifyInstance) {
   // Bearer tokens already identified by their hash -> their key's primary key (oldest dropped first).
   const known = new Map<string, { accountId: string; keyId: string }>();
 
+  const tooMany = (msBeforeNext: number) =>
+    new AppError('rate_limited', 'Too many failed authentications from this address.', {
+      headers: { 'retry-after': String(Math.max(1, Math.ceil(msBeforeNext / 1000))) },
+    });
+
   const throttled = async (ip: string) => {
     if (!failedIps.has(ip) && failedIps.size < KEY_CACHE_SIZE) return;
     const res = await failures.get(ip);
@@ -40,19 +45,22 @@ export function installAuth(app: FastifyInstance) {
       failedIps.delete(ip);
       return;
     }
-    if (res.consumedPoints >= config.authFailuresPerMinute) {
-      const retry = Math.max(1, Math.ceil(res.msBeforeNext / 1000));
-      throw new AppError('rate_limited', 'Too many failed authentications from this address.', {
-        headers: { 'retry-after': String(retry) },
-      });
-    }
+    if (res.consumedPoints >= config.authFailuresPerMinute) throw tooMany(res.msBeforeNext);
   };
 
+  /**
+   * Counts a failure, and is itself the check for requests that passed `throttled` together: of a
+   * burst of guesses sent at once (all checked before any failed), only the first
+   * ADS_AUTH_FAILURES_PER_MINUTE get their 401; the rest get the 429, so a burst buys no guesses.
+   */
   const recordFailure = async (ip: string) => {
     if (failedIps.size < KEY_CACHE_SIZE) failedIps.add(ip);
-    await failures.penalty(ip, 1).catch((e: unknown) => {
+    try {
+      await failures.consume(ip, 1);
+    } catch (e) {
       if (!(e instanceof RateLimiterRes)) throw e;
-    });
+      throw tooMany(e.msBeforeNext);
+    }
   };
 
   const fail = async (ip: string, message?: string): Promise<never> => {

@@ -239,6 +239,14 @@ describeEachDatabase(
       assert.equal(missing.statusCode, 404);
     });
 
+    it(`lets a burst of guesses sent at once have ${LIMIT} answers and no more`, async () => {
+      const burst = await Promise.all(Array.from({ length: 60 }, () => from('203.0.113.99', unknownKey())));
+      const statuses = burst.map((r) => r.status);
+      assert.equal(statuses.filter((s) => s === 401).length, LIMIT, statuses.join());
+      assert.equal(statuses.filter((s) => s === 429).length, 60 - LIMIT, statuses.join());
+      assert.ok(burst.filter((r) => r.status === 429).every((r) => Number(r.headers['retry-after']) >= 1));
+    });
+
     it('does not count a valid key lacking a scope as a failed authentication', async () => {
       const writer = await acc.user('admin', ['write']);
       for (let i = 0; i < LIMIT + 2; i++) assert.equal((await from('192.0.2.44', writer.key)).status, 403);
