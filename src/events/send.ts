@@ -28,8 +28,6 @@ export interface AttemptResult {
 
 const USER_AGENT = 'account-data-service-webhooks/1';
 const MAX_ERROR_LENGTH = 500;
-// Receivers' bodies are never read; past this much the connection is dropped instead of drained.
-const DRAIN_LIMIT_BYTES = 64 * 1024;
 
 /** The request headers of one attempt; the Standard Webhooks signature is fresh for `nowSeconds`. */
 export function webhookHeaders(w: OutgoingWebhook, nowSeconds: number): Record<string, string> {
@@ -79,16 +77,26 @@ export async function sendWebhook(
       body: w.rawBody,
       signal,
     });
-    await res.body.dump({ limit: DRAIN_LIMIT_BYTES, signal }).catch(() => {});
     const statusCode = res.statusCode;
-    // The deadline runs to the last byte: an answer whose body had not ended by then is a
-    // failure, whatever its status (dump gives up quietly when the signal fires).
-    if (signal.aborted) {
+    // The deadline runs to the last byte (decisions §7): the body is read to its end and dropped,
+    // however long it is, and an answer whose body had not ended by the deadline, or broke off, is
+    // a failure whatever its status. The deadline bounds what a receiver can make us read.
+    let bodyError: unknown = null;
+    try {
+      for await (const _chunk of res.body) {
+        // dropped: receivers' answers are never used
+      }
+    } catch (err) {
+      bodyError = err;
+    }
+    if (signal.aborted || bodyError !== null) {
       return {
         ok: false,
         statusCode,
         durationMs: elapsed(),
-        error: `timed out after ${opts.timeoutMs} ms before the answer ended`,
+        error: signal.aborted
+          ? `timed out after ${opts.timeoutMs} ms before the answer ended`
+          : `the answer broke off: ${describeError(bodyError, false, opts.timeoutMs)}`,
       };
     }
     const ok = statusCode >= 200 && statusCode < 300;

@@ -25,6 +25,8 @@ export interface ReceiverResponse {
    * later (an answer whose last byte comes late).
    */
   bodyDelayMs?: number;
+  /** Send the status, the headers and the first half of `body`, then drop the connection. */
+  breakBody?: boolean;
 }
 
 /** Chooses the response for a request; may be async. */
@@ -116,6 +118,11 @@ export async function startHttpsReceiver(opts: HttpsReceiverOptions = {}): Promi
       if (plan.delayMs) await sleep(plan.delayMs, undefined, { signal: abort.signal });
       if (res.destroyed) return;
       res.writeHead(plan.status ?? 200, plan.headers ?? {});
+      if (plan.breakBody) {
+        const body = plan.body ?? '';
+        res.write(body.slice(0, body.length >> 1), () => setTimeout(() => res.socket?.destroy(), 50));
+        return;
+      }
       if (plan.bodyDelayMs) {
         const body = plan.body ?? '';
         res.write(body.slice(0, body.length >> 1));
