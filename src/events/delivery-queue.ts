@@ -77,7 +77,7 @@ export async function claimWithTargets(
 ) {
   return db.transaction().execute(async (trx) => {
     const written: boolean[] = [];
-    for (const item of completions) written.push(await applyCompletion(trx, item));
+    for (const item of completions) written.push(await applyCompletion(trx, dialect, item));
     const claimed = await claimDueDeliveries(trx, dialect, opts);
     return { written, claimed, targets: await loadTargets(trx, claimed) };
   });
@@ -134,7 +134,26 @@ export interface Completion {
   now: string;
 }
 
-async function applyCompletion(trx: Db, { claim: c, outcome, now }: Completion): Promise<boolean> {
+async function applyCompletion(
+  trx: Db,
+  dialect: Dialect,
+  { claim: c, outcome: decided, now }: Completion,
+): Promise<boolean> {
+  let outcome = decided;
+  if (outcome.status === 'pending') {
+    // The webhook may have been disabled while this attempt was in flight (another delivery's 410,
+    // say), when this delivery, still claimed, was not among the waiting ones it failed. A retry
+    // is then not scheduled: the delivery fails like the others. On PostgreSQL the share lock
+    // makes a disable committing meanwhile wait for this transaction, so it fails this row itself.
+    const hook = await trx
+      .selectFrom('webhooks')
+      .select('status')
+      .where('account_id', '=', c.account_id)
+      .where('id', '=', c.webhook_id)
+      .$if(dialect === 'postgres', (q) => q.forShare())
+      .executeTakeFirst();
+    if (hook?.status === 'disabled') outcome = { ...outcome, status: 'failed', nextAttemptAt: null };
+  }
   const res = await trx
     .updateTable('webhook_deliveries')
     .set({
@@ -172,10 +191,14 @@ async function applyCompletion(trx: Db, { claim: c, outcome, now }: Completion):
  * fsync), each only while its claim still holds: a lease taken over by another worker, or a deleted
  * webhook, makes that one a no-op (false).
  */
-export async function completeDeliveries(db: Kysely<DB>, items: readonly Completion[]): Promise<boolean[]> {
+export async function completeDeliveries(
+  db: Kysely<DB>,
+  dialect: Dialect,
+  items: readonly Completion[],
+): Promise<boolean[]> {
   return db.transaction().execute(async (trx) => {
     const written: boolean[] = [];
-    for (const item of items) written.push(await applyCompletion(trx, item));
+    for (const item of items) written.push(await applyCompletion(trx, dialect, item));
     return written;
   });
 }

@@ -116,7 +116,7 @@ export function createDeliveryWorker(ctx: AppContext, opts: DeliveryWorkerOption
     while (queued.length > 0) {
       const batch = queued.splice(0, MAX_GROUP_COMMIT);
       try {
-        const written = await completeDeliveries(database.db, batch);
+        const written = await completeDeliveries(database.db, database.dialect, batch);
         for (const [i, item] of batch.entries()) item.done(written[i] ?? false);
       } catch (err) {
         for (const item of batch) item.fail(err);

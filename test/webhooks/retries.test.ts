@@ -185,3 +185,37 @@ describeEachDatabase(
     },
   },
 );
+
+describeEachDatabase(
+  'a webhook disabled while one of its attempts is in flight',
+  (h) => {
+    const w = withDeliveryWorker(h);
+
+    it('fails that delivery too, instead of scheduling its retry an hour away', async () => {
+      const p = uniquePath('inflight');
+      // The first request (object A) fails slowly; the next (object B) is a 410 that disables.
+      answer(p, (n) => (n === 1 ? { status: 500, delayMs: 1000 } : { status: 410 }));
+      const id = await registerWebhook(h, w.acc, { url: rx.url + p, events: ['data.created'] });
+      await h.request('POST', '/v1/data', { key: w.acc.adminKey, body: { title: 'A', type: 'note' } });
+      await waitUntil('A in flight', () => requestsTo(rx, p).length === 1);
+      await h.request('POST', '/v1/data', { key: w.acc.adminKey, body: { title: 'B', type: 'note' } });
+      const log = await waitUntil('both attempts recorded', async () => {
+        const all = await deliveriesOf(h, w.acc.adminKey, id);
+        return all.length === 2 && all.every((d) => d.attempts.length === 1) && all;
+      });
+      assert.deepEqual(log.map((d) => [d.attempts[0].status_code, d.status, d.next_attempt_at]).sort(), [
+        [410, 'failed', null],
+        [500, 'failed', null],
+      ]);
+      const hook = (await h.request('GET', `/v1/webhooks/${id}`, { key: w.acc.adminKey })).body.data;
+      assert.equal(hook.status, 'disabled');
+    });
+  },
+  {
+    env: {
+      ADS_WEBHOOK_ALLOW_PRIVATE: 'true',
+      ADS_WEBHOOK_CA_FILE: receiver.caFile,
+      ADS_WEBHOOK_RETRY_SCHEDULE: '3600',
+    },
+  },
+);
