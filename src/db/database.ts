@@ -13,6 +13,7 @@ import * as m0009 from './migrations/0009-search-phrases.ts';
 import * as m0010 from './migrations/0010-search-tiers.ts';
 import * as m0011 from './migrations/0011-search-inline.ts';
 import * as m0012 from './migrations/0012-title-sort.ts';
+import * as m0013 from './migrations/0013-idempotency-claims.ts';
 import { HOT_STATEMENT, openPostgres } from './postgres.ts';
 import { openSqlite } from './sqlite.ts';
 import type { DB, Db, Dialect } from './types.ts';
@@ -66,6 +67,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0010-search-tiers': m0010,
   '0011-search-inline': m0011,
   '0012-title-sort': m0012,
+  '0013-idempotency-claims': m0013,
 };
 
 class StaticProvider implements MigrationProvider {

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Db } from '../db/types.ts';
 
 export interface IdempotencyRow {
@@ -9,6 +9,8 @@ export interface IdempotencyRow {
   response_status: number | null;
   sealed_response: string | null;
   created_at: string;
+  /** The run holding the key (migration 0013); null on rows from before it. */
+  claim: string | null;
 }
 
 const table = (db: Db) => (db as Kysely<unknown>).withTables<{ idempotency_keys: IdempotencyRow }>();
@@ -32,10 +34,12 @@ export async function findIdempotencyKey(db: Db, accountId: string, key: string)
     .executeTakeFirst();
 }
 
+/** Stores the answer of the run holding `claim`; a no-op once another run has taken the key over. */
 export async function completeIdempotencyKey(
   db: Db,
   accountId: string,
   key: string,
+  claim: string,
   status: number,
   sealed: string,
 ): Promise<void> {
@@ -44,14 +48,30 @@ export async function completeIdempotencyKey(
     .set({ status: 'done', response_status: status, sealed_response: sealed })
     .where('account_id', '=', accountId)
     .where('key', '=', key)
+    .where('claim', '=', claim)
     .execute();
 }
 
-/** Forgets a key (the run failed with a 5xx, or the stored answer expired) so a retry runs again. */
-export async function releaseIdempotencyKey(db: Db, accountId: string, key: string): Promise<void> {
+/**
+ * Forgets a key as it was read or claimed (`row`: the run failed with a 5xx, its answer expired,
+ * or its run was abandoned), so a retry runs again; a no-op if the row changed meanwhile.
+ */
+export async function releaseIdempotencyKey(
+  db: Db,
+  row: Pick<IdempotencyRow, 'account_id' | 'key' | 'claim'>,
+): Promise<void> {
   await table(db)
     .deleteFrom('idempotency_keys')
-    .where('account_id', '=', accountId)
-    .where('key', '=', key)
+    .where('account_id', '=', row.account_id)
+    .where('key', '=', row.key)
+    .where('claim', row.claim === null ? 'is' : '=', row.claim)
     .execute();
+}
+
+/** Deletes up to `limit` keys stored before `before` (their answers are no longer replayed). */
+export async function purgeIdempotencyKeys(db: Db, before: string, limit: number): Promise<number> {
+  const res = await sql`
+    DELETE FROM idempotency_keys WHERE (account_id, key) IN (
+      SELECT account_id, key FROM idempotency_keys WHERE created_at < ${before} LIMIT ${limit})`.execute(db);
+  return Number(res.numAffectedRows ?? 0);
 }

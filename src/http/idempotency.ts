@@ -1,33 +1,56 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { AppContext } from '../context.ts';
 import { secretBoxFor } from '../lib/secrets.ts';
+import type { Worker } from '../workers.ts';
 import { AppError } from './errors.ts';
 import {
   claimIdempotencyKey,
   completeIdempotencyKey,
   findIdempotencyKey,
+  purgeIdempotencyKeys,
   releaseIdempotencyKey,
 } from './idempotency-repo.ts';
 
 const TTL_MS = 24 * 3600 * 1000;
 const WAIT_MS = 10_000;
+/**
+ * A run still `running` this long after it began is taken to be abandoned (its process crashed
+ * between claiming the key and storing the answer), and a retry takes the key over: no request
+ * runs longer than the slowest one, a test ping of ADS_WEBHOOK_TIMEOUT_MS, plus a margin.
+ */
+export const abandonedAfterMs = (webhookTimeoutMs: number) => webhookTimeoutMs + 60_000;
 const KEY_RE = /^[\x21-\x7e]{1,255}$/;
 
 declare module 'fastify' {
   interface FastifyRequest {
-    idempotencyKey?: string;
+    /** The Idempotency-Key this request's run holds, and its claim token. */
+    idempotencyKey?: { key: string; claim: string };
   }
 }
 
 /**
  * What a key's request must repeat to be replayed: method, the path as sent (with its ids, so the
- * same key on `/users/A/invitation` and `/users/B/invitation` is a conflict) and query, and body.
+ * same key on `/users/A/invitation` and `/users/B/invitation` is a conflict) and query, and the
+ * body's content (key order aside; the body depth is bounded by json-body.ts).
  */
 const fingerprint = (request: FastifyRequest) =>
   createHash('sha256')
-    .update(`${request.method} ${request.url}\n${JSON.stringify(request.body ?? null)}`)
+    .update(`${request.method} ${request.url}\n${canonicalJson(request.body ?? null)}`)
     .digest('hex');
+
+/** JSON with every object's keys sorted: the same body re-sent with its keys in another order matches. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
+    return `{${entries.join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
 
 /**
  * Where a request's Idempotency-Key is stored: the API key that sent it, then the header's value
@@ -85,6 +108,7 @@ export function installIdempotency(app: FastifyInstance) {
     const deadline = Date.now() + WAIT_MS;
     for (;;) {
       const now = clock();
+      const run = randomBytes(12).toString('base64url');
       const claimed = await claimIdempotencyKey(db, {
         account_id: accountId,
         key,
@@ -93,15 +117,17 @@ export function installIdempotency(app: FastifyInstance) {
         response_status: null,
         sealed_response: null,
         created_at: new Date(now).toISOString(),
+        claim: run,
       });
       if (claimed) {
-        request.idempotencyKey = key;
+        request.idempotencyKey = { key, claim: run };
         return false;
       }
       const row = await findIdempotencyKey(db, accountId, key);
       if (!row) continue;
-      if (Date.parse(row.created_at) < now - TTL_MS) {
-        await releaseIdempotencyKey(db, accountId, key);
+      const age = now - new Date(row.created_at).getTime();
+      if (age > TTL_MS || (row.status === 'running' && age > abandonedAfterMs(config.webhook.timeoutMs))) {
+        await releaseIdempotencyKey(db, row);
         continue;
       }
       if (row.fingerprint !== print) {
@@ -128,9 +154,10 @@ export function installIdempotency(app: FastifyInstance) {
   }
 
   async function complete(request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
-    const key = request.idempotencyKey;
-    if (!key) return payload;
+    const held = request.idempotencyKey;
+    if (!held) return payload;
     request.idempotencyKey = undefined;
+    const { key, claim } = held;
     const accountId = request.auth.accountId;
     // A 400 refused the request before it did anything (validation, as Stripe does), so the key
     // stays usable for the corrected request; other answers, 4xx included, are kept.
@@ -139,14 +166,59 @@ export function installIdempotency(app: FastifyInstance) {
       reply.statusCode === 400 ||
       (payload !== null && typeof payload !== 'string')
     ) {
-      await releaseIdempotencyKey(db, accountId, key);
+      await releaseIdempotencyKey(db, { account_id: accountId, key, claim });
       return payload;
     }
     const type = reply.getHeader('content-type');
     const sealed = box.seal(
       JSON.stringify({ body: payload ?? '', type: typeof type === 'string' ? type : undefined }),
     );
-    await completeIdempotencyKey(db, accountId, key, reply.statusCode, sealed);
+    await completeIdempotencyKey(db, accountId, key, claim, reply.statusCode, sealed);
     return payload;
   }
+}
+
+/** How often each process deletes stored answers older than 24 h, and how many per statement. */
+const PURGE_EVERY_MS = 10 * 60 * 1000;
+const PURGE_BATCH = 1000;
+
+/**
+ * Deletes stored idempotent answers once they can no longer be replayed (24 h), so the table holds
+ * about a day of POSTs rather than every POST ever. Runs in every process that runs workers; two
+ * at once merely delete disjoint or already-deleted rows.
+ */
+export function createIdempotencyPurger(
+  ctx: Pick<AppContext, 'database' | 'clock' | 'logger'>,
+  opts: { everyMs?: number } = {},
+): Worker & { purge(): Promise<number> } {
+  const log = ctx.logger.child({ component: 'idempotency' });
+  let stopped = false;
+  let running: Promise<unknown> | null = null;
+  const purge = async () => {
+    const before = new Date(ctx.clock() - TTL_MS).toISOString();
+    let total = 0;
+    for (;;) {
+      const n = await purgeIdempotencyKeys(ctx.database.db, before, PURGE_BATCH);
+      total += n;
+      if (n < PURGE_BATCH || stopped) return total;
+    }
+  };
+  const timer = setInterval(() => {
+    if (running) return;
+    running = purge()
+      .catch((err: unknown) => log.error({ err }, 'purging stored idempotent answers failed'))
+      .finally(() => {
+        running = null;
+      });
+  }, opts.everyMs ?? PURGE_EVERY_MS);
+  timer.unref();
+  return {
+    name: 'idempotency-purge',
+    purge,
+    stop: async () => {
+      stopped = true;
+      clearInterval(timer);
+      await running;
+    },
+  };
 }

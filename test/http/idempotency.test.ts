@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { before, it } from 'node:test';
 import { sql } from 'kysely';
+import { abandonedAfterMs, createIdempotencyPurger } from '../../src/http/idempotency.ts';
+import { completeIdempotencyKey } from '../../src/http/idempotency-repo.ts';
 import { describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
 
 describeEachDatabase('Idempotency-Key on POST (Stripe semantics)', (h) => {
@@ -192,5 +194,78 @@ describeEachDatabase('Idempotency-Key on POST (Stripe semantics)', (h) => {
     );
     assert.ok(rows.rows.length > 0);
     assert.ok(rows.rows.every((r) => !r.sealed_response?.includes(res.body.data.key)));
+  });
+
+  it('replays the same body re-sent with its keys in another order', async () => {
+    const first = await post(
+      acc.adminKey,
+      { title: 'Ordered', type: 'note', metadata: { a: '1', b: '2' } },
+      'key-ord',
+    );
+    const again = await post(
+      acc.adminKey,
+      { metadata: { b: '2', a: '1' }, type: 'note', title: 'Ordered' },
+      'key-ord',
+    );
+    assert.equal(again.status, 201);
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    assert.equal(again.body.data.id, first.body.data.id);
+  });
+
+  it('runs a retry again once the run holding its key was abandoned (a crash before the answer was stored)', async () => {
+    const caller = await acc.user('admin', ['read', 'write']);
+    const body = { title: 'After a crash', type: 'note' };
+    // What a process that crashed mid-request leaves: a running claim and no answer.
+    const first = await post(caller.key, body, 'key-crash');
+    assert.equal(first.status, 201);
+    await sql`UPDATE idempotency_keys SET status = 'running', response_status = NULL,
+      sealed_response = NULL, claim = 'crashed-run'
+      WHERE account_id = ${acc.id} AND key = ${`${caller.keyId} key-crash`}`.execute(h.database.db);
+    try {
+      h.clock.now = Date.now() + abandonedAfterMs(h.config.webhook.timeoutMs) + 1000;
+      const before = await count(acc.id);
+      const retried = await post(caller.key, body, 'key-crash');
+      assert.equal(retried.status, 201, retried.raw);
+      assert.equal(retried.headers['idempotent-replayed'], undefined);
+      assert.equal(await count(acc.id), before + 1, 'the abandoned request ran again');
+      // The abandoned run, if it were still alive, can no longer overwrite the new answer.
+      await completeIdempotencyKey(
+        h.database.db,
+        acc.id,
+        `${caller.keyId} key-crash`,
+        'crashed-run',
+        500,
+        'x',
+      );
+      const replay = await post(caller.key, body, 'key-crash');
+      assert.equal(replay.status, 201);
+      assert.equal(replay.headers['idempotent-replayed'], 'true');
+      assert.equal(replay.body.data.id, retried.body.data.id);
+    } finally {
+      h.clock.now = null;
+    }
+  });
+
+  it('deletes stored answers once they are older than 24 hours', async () => {
+    h.clock.now = Date.now() - 25 * 3600 * 1000;
+    assert.equal((await post(acc.adminKey, { title: 'Old', type: 'note' }, 'key-old')).status, 201);
+    h.clock.now = null;
+    assert.equal((await post(acc.adminKey, { title: 'New', type: 'note' }, 'key-new')).status, 201);
+    const keys = async () =>
+      (
+        await sql<{ key: string }>`SELECT key FROM idempotency_keys WHERE account_id = ${acc.id}`.execute(
+          h.database.db,
+        )
+      ).rows.map((r) => r.key.split(' ')[1]);
+    assert.ok((await keys()).includes('key-old'));
+    const purger = createIdempotencyPurger(h.ctx);
+    try {
+      assert.ok((await purger.purge()) >= 1);
+    } finally {
+      await purger.stop();
+    }
+    const left = await keys();
+    assert.ok(!left.includes('key-old'), left.join());
+    assert.ok(left.includes('key-new'), left.join());
   });
 });
