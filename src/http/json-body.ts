@@ -26,21 +26,49 @@ export function jsonDepthExceeds(text: string, limit: number): boolean {
   return false;
 }
 
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** The `charset` parameter of a Content-Type, lower-cased, or null without one. */
+function charsetOf(contentType: string | undefined): string | null {
+  const m = /;\s*charset\s*=\s*"?([^";\s]+)"?/i.exec(contentType ?? '');
+  return m ? (m[1] ?? '').toLowerCase() : null;
+}
+
 /**
  * Fastify's own JSON parser (secure-json-parse, refusing `__proto__` and `constructor.prototype`
- * keys) behind the depth bound: deeper bodies are `400 invalid_json`.
+ * keys) behind two checks: the body is UTF-8 (RFC 8259), strictly (a byte that is not would
+ * otherwise become U+FFFD and be stored changed), and its depth is bounded: `400 invalid_json`.
+ * A charset other than UTF-8 is `400 invalid_content_type`.
  */
 export function installJsonBody(app: FastifyInstance) {
   const parse = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    if (jsonDepthExceeds(body as string, MAX_JSON_DEPTH)) {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, raw, done) => {
+    const charset = charsetOf(request.headers['content-type']);
+    if (charset !== null && charset !== 'utf-8' && charset !== 'utf8') {
+      done(
+        new AppError(
+          'invalid_content_type',
+          `JSON bodies must be UTF-8; charset=${charset} is not supported.`,
+        ),
+        undefined,
+      );
+      return;
+    }
+    let body: string;
+    try {
+      body = utf8.decode(raw as Buffer);
+    } catch {
+      done(new AppError('invalid_json', 'The request body is not valid UTF-8.'), undefined);
+      return;
+    }
+    if (jsonDepthExceeds(body, MAX_JSON_DEPTH)) {
       done(
         new AppError('invalid_json', `The request body nests deeper than ${MAX_JSON_DEPTH} levels.`),
         undefined,
       );
       return;
     }
-    parse(request, body as string, done);
+    parse(request, body, done);
   });
 }

@@ -150,6 +150,44 @@ describeEachDatabase(
       assert.equal(({} as Record<string, unknown>).admin, undefined, 'no prototype pollution');
     });
 
+    it('refuses bytes that are not UTF-8 (invalid_json) and another charset (invalid_content_type)', async () => {
+      const send = async (payload: Buffer, contentType: string) => {
+        const res = await h.app.inject({
+          method: 'POST',
+          url: '/v1/data',
+          payload,
+          headers: { authorization: `Bearer ${acc.adminKey}`, 'content-type': contentType },
+        });
+        return {
+          status: res.statusCode,
+          headers: res.headers,
+          body: res.json(),
+          raw: res.body,
+        } as TestResponse;
+      };
+      const latin1 = Buffer.from('{"title":"caf\u00e9","type":"note"}', 'latin1'); // é is one byte, 0xE9
+      for (const bytes of [latin1, Buffer.from([0x7b, 0x22, 0xc0, 0xaf, 0x22, 0x3a, 0x31, 0x7d])]) {
+        const res = await send(bytes, 'application/json');
+        assertError(res, 400, 'invalid_json');
+        assert.match(res.body.error.message, /not valid UTF-8/);
+      }
+      for (const type of ['application/json; charset=iso-8859-1', 'application/json;charset="UTF-16LE"']) {
+        const res = await send(latin1, type);
+        assertError(res, 400, 'invalid_content_type');
+        assert.match(res.body.error.message, /must be UTF-8/);
+      }
+      const utf8 = Buffer.from('{"title":"caf\u00e9","type":"note"}', 'utf8');
+      for (const type of [
+        'application/json',
+        'application/json; charset=UTF-8',
+        'application/json;charset=utf8',
+      ]) {
+        const res = await send(utf8, type);
+        assert.equal(res.status, 201, res.raw);
+        assert.equal(res.body.data.title, 'caf\u00e9');
+      }
+    });
+
     it('answers JSON nested deeper than 64 levels with 400 invalid_json, Idempotency-Key or not', async () => {
       const nested = (depth: number) => '['.repeat(depth) + ']'.repeat(depth);
       const hook = await h.request('POST', '/v1/webhooks', {
