@@ -14,6 +14,7 @@ import * as m0010 from './migrations/0010-search-tiers.ts';
 import * as m0011 from './migrations/0011-search-inline.ts';
 import * as m0012 from './migrations/0012-title-sort.ts';
 import * as m0013 from './migrations/0013-idempotency-claims.ts';
+import * as m0014 from './migrations/0014-title-collation.ts';
 import { HOT_STATEMENT, openPostgres } from './postgres.ts';
 import { openSqlite } from './sqlite.ts';
 import type { DB, Db, Dialect } from './types.ts';
@@ -68,6 +69,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0011-search-inline': m0011,
   '0012-title-sort': m0012,
   '0013-idempotency-claims': m0013,
+  '0014-title-collation': m0014,
 };
 
 class StaticProvider implements MigrationProvider {

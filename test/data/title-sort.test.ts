@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
-import { before, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import type { Kysely } from 'kysely';
 import { sql } from 'kysely';
 import { up as migrate0012 } from '../../src/db/migrations/0012-title-sort.ts';
 import { titleSortKey } from '../../src/lib/sort-key.ts';
-import { describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
+import { postgresSkipReason } from '../helpers/databases.ts';
+import { createHarness, describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
 
 // decisions §5: sort=title is "A to Z, case-insensitive"; accents and compatibility forms (here a
 // full-width F) sort with their plain letters.
@@ -66,3 +67,45 @@ describeEachDatabase('sort=title ignores accents and compatibility forms', (h) =
     assert.deepEqual(await searched(), AZ);
   });
 });
+
+// Punctuation is where language collations and code point order part: ICU en-US puts `a_c`
+// before `a-c` and `a.b`; SQLite's BINARY (code point) puts it after `a1`. PostgreSQL runs here on
+// an ICU database, as many deployments' are, and must still agree with SQLite.
+const PUNCTUATED = ['a_c', 'aB', 'a-c', 'a1', 'a c', 'a~c', 'aa', 'a.b'];
+const BY_CODE_POINT = [...PUNCTUATED].sort((x, y) => (titleSortKey(x) < titleSortKey(y) ? -1 : 1));
+
+for (const dialect of ['sqlite', 'postgres'] as const) {
+  const skip = dialect === 'postgres' ? postgresSkipReason() : false;
+  describe(`sort=title is code point order whatever the database's collation [${dialect}]`, { skip }, () => {
+    const h = createHarness(dialect, {}, { icuLocale: 'en-US' });
+    let acc: TestAccount;
+    before(async () => {
+      await h.setup();
+      acc = await h.account('enterprise');
+      for (const title of PUNCTUATED) {
+        const res = await h.request('POST', '/v1/data', {
+          key: acc.adminKey,
+          body: { title, type: 'note', content: 'punctuated' },
+        });
+        assert.equal(res.status, 201, res.raw);
+      }
+    });
+    after(() => h.teardown());
+
+    it('lists and searches in the same order on both databases', async () => {
+      assert.deepEqual(BY_CODE_POINT, ['a c', 'a-c', 'a.b', 'a1', 'a_c', 'aa', 'aB', 'a~c']);
+      const list = await h.request('GET', '/v1/data?sort=title&limit=100', { key: acc.adminKey });
+      assert.deepEqual(
+        list.body.data.items.map((i: { title: string }) => i.title),
+        BY_CODE_POINT,
+      );
+      const search = await h.request('GET', '/v1/search?q=punctuated&sort=title&limit=100', {
+        key: acc.adminKey,
+      });
+      assert.deepEqual(
+        search.body.data.results.map((r: { title: string }) => r.title),
+        BY_CODE_POINT,
+      );
+    });
+  });
+}

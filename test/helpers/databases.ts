@@ -21,6 +21,7 @@ export function postgresSkipReason(): string | false {
 /** A fresh, empty database of the given dialect, and how to throw it away. */
 export async function createTestDatabase(
   dialect: TestDialect,
+  opts: { icuLocale?: string } = {},
 ): Promise<{ config: DatabaseConfig; dataDir: string; drop(): Promise<void> }> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ads-test-'));
   if (dialect === 'sqlite') {
@@ -36,7 +37,12 @@ export async function createTestDatabase(
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   try {
-    await admin.query(`CREATE DATABASE ${name}`);
+    // The test server's databases use C.UTF-8 (code point order); a deployment's often sort by a
+    // language's rules (ICU), which a suite can ask for to prove the order does not depend on it.
+    const locale = opts.icuLocale
+      ? ` TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE '${opts.icuLocale.replace(/[^A-Za-z0-9-]/g, '')}' LOCALE 'C.UTF-8'`
+      : '';
+    await admin.query(`CREATE DATABASE ${name}${locale}`);
   } finally {
     await admin.end();
   }

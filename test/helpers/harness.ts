@@ -59,7 +59,7 @@ export function testConfig(dataDir: string, overrides: Record<string, string> = 
 export function createHarness(
   dialect: TestDialect,
   env: Record<string, string> = {},
-  opts: { logger?: Logger } = {},
+  opts: { logger?: Logger; icuLocale?: string } = {},
 ) {
   const h = { dialect, clock: { now: null as number | null } } as Harness & {
     setup(): Promise<void>;
@@ -67,7 +67,7 @@ export function createHarness(
   };
   let drop: () => Promise<void> = async () => {};
   h.setup = async () => {
-    const created = await createTestDatabase(dialect);
+    const created = await createTestDatabase(dialect, { icuLocale: opts.icuLocale });
     drop = created.drop;
     h.config = { ...testConfig(created.dataDir, env), database: created.config };
     h.database = openDatabase(h.config.database);
