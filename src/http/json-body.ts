@@ -3,13 +3,25 @@ import { AppError } from './errors.ts';
 
 /** Deepest nesting of arrays and objects a request body may have; no API body needs more than a few. */
 export const MAX_JSON_DEPTH = 64;
+/**
+ * Most members one array or object of a request body may have. No field takes more than 50 (tags,
+ * metadata); validating a body of hundreds of thousands of unknown fields or items, each an error
+ * of its own, held the event loop for seconds (a 9 MB body: 3-4 s).
+ */
+export const MAX_JSON_MEMBERS = 1000;
 
 /**
- * Whether `text` nests arrays/objects deeper than `limit`, by one pass over the characters (strings
- * skipped). Run before JSON.parse, so no later step (validation, the idempotency fingerprint) ever
- * recurses through a hostile body thousands of levels deep.
+ * What is wrong with the shape of `text`, by one pass over the characters (strings skipped):
+ * arrays/objects nested deeper than `limits.depth`, or one with more than `limits.members`
+ * members. Run before JSON.parse, so no later step (validation, the idempotency fingerprint)
+ * recurses through a hostile body thousands of levels deep or walks a million members.
  */
-export function jsonDepthExceeds(text: string, limit: number): boolean {
+export function jsonShapeProblem(
+  text: string,
+  limits: { depth: number; members: number } = { depth: MAX_JSON_DEPTH, members: MAX_JSON_MEMBERS },
+): 'depth' | 'members' | null {
+  // commas[d]: separators seen so far in the open container at depth d (members = commas + 1).
+  const commas: number[] = [];
   let depth = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
@@ -19,11 +31,14 @@ export function jsonDepthExceeds(text: string, limit: number): boolean {
       if (c === 0x5c) i++;
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
-    else if (c === 0x5b || c === 0x7b) {
-      if (++depth > limit) return true;
+    else if (c === 0x2c) {
+      if (depth > 0 && ++commas[depth - 1]! >= limits.members) return 'members';
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > limits.depth) return 'depth';
+      commas[depth - 1] = 0;
     } else if (c === 0x5d || c === 0x7d) depth--;
   }
-  return false;
+  return null;
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -62,11 +77,17 @@ export function installJsonBody(app: FastifyInstance) {
       done(new AppError('invalid_json', 'The request body is not valid UTF-8.'), undefined);
       return;
     }
-    if (jsonDepthExceeds(body, MAX_JSON_DEPTH)) {
+    const problem = jsonShapeProblem(body);
+    if (problem === 'depth') {
       done(
         new AppError('invalid_json', `The request body nests deeper than ${MAX_JSON_DEPTH} levels.`),
         undefined,
       );
+      return;
+    }
+    if (problem === 'members') {
+      const message = `The request body has an array or object of more than ${MAX_JSON_MEMBERS} members; no field takes that many.`;
+      done(new AppError('invalid_request', message), undefined);
       return;
     }
     parse(request, body, done);

@@ -161,4 +161,44 @@ describeEachDatabase('data objects: validation of create and patch (decisions §
       for (const [k, v] of Object.entries(fragment)) assert.deepEqual(patched.body.data[k], v, k);
     });
   }
+
+  it('refuses an array or object of more than 1,000 members before validating it', async () => {
+    const items = (n: number) => Array.from({ length: n }, (_, i) => `"t${i}"`).join(',');
+    const fields = (n: number) => Array.from({ length: n }, (_, i) => `"k${i}":"v"`).join(',');
+    const wide = [
+      `{"title":"x","type":"note","tags":[${items(1001)}]}`,
+      `{"title":"x","type":"note","metadata":{${fields(1001)}}}`,
+      `{"title":"x","type":"note",${fields(1001)}}`,
+      `{"title":"x","type":"note","metadata":{"k":[[${items(200_000)}]]}}`,
+    ];
+    for (const rawBody of wide) {
+      const res = await h.request('POST', '/v1/data', {
+        key: acc.adminKey,
+        rawBody,
+        headers: { 'content-type': 'application/json' },
+      });
+      assert.equal(res.status, 400, res.raw.slice(0, 200));
+      assert.equal(res.body.error.code, 'invalid_request');
+      assert.match(res.body.error.message, /more than 1000 members/);
+    }
+    // Commas inside strings are text; 1,000 members still reach validation (which wants 50 tags).
+    const text = `{"title":"commas","type":"note","content":"${','.repeat(5000)}"}`;
+    assert.equal(
+      (
+        await h.request('POST', '/v1/data', {
+          key: acc.adminKey,
+          rawBody: text,
+          headers: { 'content-type': 'application/json' },
+        })
+      ).status,
+      201,
+    );
+    const thousand = await h.request('POST', '/v1/data', {
+      key: acc.adminKey,
+      rawBody: `{"title":"x","type":"note","tags":[${items(1000)}]}`,
+      headers: { 'content-type': 'application/json' },
+    });
+    assert.equal(thousand.status, 400);
+    assert.match(thousand.body.error.message, /tags must NOT have more than 50 items/);
+  });
 });
