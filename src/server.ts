@@ -59,7 +59,7 @@ export async function startServer(config: Readonly<Config>, logger: Logger): Pro
     // and so never shown at all.
     let bootstrap: CreatedAccount | null = null;
     if (!(await anyAccount(database.db))) {
-      bootstrap = await createAccount(database, { name: 'Default account', adminEmail: 'admin@localhost' });
+      bootstrap = await createAccount(database, { name: 'Default account', adminEmail: 'admin@example.com' });
     }
     const url = originOf(tls ? 'https' : 'http', config.host, port);
     logger.info({ url: `${url}/v1`, database: database.dialect }, 'listening');

@@ -1,11 +1,11 @@
 import { parseArgs } from 'node:util';
 import type { Config } from '../config.ts';
 import { migrate, openDatabase } from '../db/database.ts';
+import { isEmail } from '../lib/email.ts';
 import { changePlan, createAccount, PLANS, type PlanName } from '../modules/accounts/service.ts';
 import { UsageError } from './main.ts';
 
 const isPlan = (p: string | undefined): p is PlanName => PLANS.includes(p as PlanName);
-const EMAIL_RE = /^[^\s@]+@[^\s@]+$/;
 
 /** `ads accounts create|set-plan`. */
 export async function accountsCommand(config: Readonly<Config>, argv: string[]): Promise<number> {
@@ -24,8 +24,8 @@ export async function accountsCommand(config: Readonly<Config>, argv: string[]):
         },
       });
       if (!values.name?.trim()) throw new UsageError('--name is required');
-      if (!values['admin-email'] || !EMAIL_RE.test(values['admin-email'])) {
-        throw new UsageError('--admin-email must be an email address');
+      if (!values['admin-email'] || !isEmail(values['admin-email'])) {
+        throw new UsageError('--admin-email must be an email address the API takes (name@example.com)');
       }
       if (!isPlan(values.plan)) throw new UsageError(`--plan must be one of ${PLANS.join(', ')}`);
       const created = await createAccount(database, {

@@ -22,6 +22,10 @@ export async function keysCommand(config: Readonly<Config>, argv: string[]): Pro
     },
   });
   if (!values.user) throw new UsageError('--user is required');
+  // As POST /api-keys takes it.
+  if (values.name !== undefined && !(values.name.length >= 1 && [...values.name].length <= 100)) {
+    throw new UsageError('--name must be 1 to 100 characters');
+  }
   const scopes = (values.scopes ?? '')
     .split(',')
     .map((s) => s.trim())

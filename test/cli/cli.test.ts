@@ -52,6 +52,14 @@ describe('ads command line', () => {
     assert.deepEqual(key.scopes, ['read']);
     assert.equal(key.name, 'ci');
     assert.match(key.key, /^ads_/);
+    for (const name of ['', 'n'.repeat(101)]) {
+      const res = runAds(
+        ['keys', 'create', '--user', created.admin.id, '--scopes', 'read', '--name', name],
+        env,
+      );
+      assert.equal(res.code, 2, `--name of ${name.length}: ${res.stderr}`);
+      assert.match(res.stderr, /--name must be 1 to 100 characters/);
+    }
     const bad = runAds(['keys', 'create', '--user', created.admin.id, '--scopes', 'read,root'], env);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /unknown: root/);
@@ -87,6 +95,14 @@ describe('ads command line', () => {
     assert.equal(res.code, 1);
     assert.match(res.stderr, /has not accepted their invitation/);
     assert.doesNotMatch(res.stdout, /ads_/);
+  });
+
+  it('refuses an admin address the API would refuse', () => {
+    for (const email of ['a,b@c', 'admin@localhost', `${'a'.repeat(250)}@b.co`]) {
+      const res = runAds(['accounts', 'create', '--name', 'Odd', '--admin-email', email], env);
+      assert.equal(res.code, 2, `${email}: ${res.stderr}`);
+      assert.match(res.stderr, /--admin-email must be an email address/);
+    }
   });
 
   it('changes a plan, and refuses an unknown plan or account', () => {
@@ -152,6 +168,10 @@ describe('ads command line', () => {
       assert.ok(fs.existsSync(path.join(fresh, 'ads.sqlite')));
       const key = /Admin API key \(shown once, keep it safe\): (ads_\S+)/.exec(server.stdout())?.[1];
       assert.ok(key, server.stdout());
+      // The first admin's address is one the API itself takes (its document says format: email).
+      assert.match(server.stdout(), /with admin admin@example\.com\./);
+      const users = await server.fetch('GET', '/v1/users', { key });
+      assert.equal(users.body.data.users[0].email, 'admin@example.com');
       const created = await server.fetch('POST', '/v1/data', { key, body: { title: 'hello', type: 'note' } });
       assert.equal(created.status, 201);
       const listed = await server.fetch('GET', '/v1/data', { key });
