@@ -11,6 +11,8 @@ type Json = Record<string, any>;
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
 const PUBLIC = ['GET /healthz', 'GET /readyz', 'GET /metrics', 'POST /v1/invitations/accept'];
 const UNDOCUMENTED = /^\/(v1\/openapi\.json|docs)(\/|$)/;
+/** Pages for people, not operations: the invitation email's link (docs/api.md, Members). */
+const UNDOCUMENTED_ROUTES = new Set(['GET /v1/invitations/accept']);
 
 /** `METHOD /path/{param}` of every route, read from Fastify's own route tree. */
 function registeredRoutes(tree: string): Set<string> {
@@ -24,7 +26,9 @@ function registeredRoutes(tree: string): Set<string> {
     stack.push(m[2]!);
     const path = stack.join('').replace(/:([A-Za-z_]+)/g, '{$1}');
     for (const method of (m[3] ?? '').split(', ').filter((x) => x && x !== 'HEAD')) {
-      if (!UNDOCUMENTED.test(path)) routes.add(`${method} ${path}`);
+      if (!UNDOCUMENTED.test(path) && !UNDOCUMENTED_ROUTES.has(`${method} ${path}`)) {
+        routes.add(`${method} ${path}`);
+      }
     }
   }
   return routes;

@@ -66,6 +66,7 @@ const EXPECTED: Record<string, Row> = {
   'GET /readyz': everyone(200),
   'GET /metrics': everyone(200),
   'GET /v1/openapi.json': everyone(200),
+  'GET /v1/invitations/accept': everyone(200),
   'GET /docs': everyone(200),
   'GET /docs/': everyone(200),
   'GET /docs/json': everyone(200),

@@ -143,6 +143,7 @@ const PUBLIC: Route[] = [
   { method: 'GET', path: '/readyz', scope: 'any' },
   { method: 'GET', path: '/metrics', scope: 'any' },
   { method: 'GET', path: '/v1/openapi.json', scope: 'any' },
+  { method: 'GET', path: '/v1/invitations/accept', scope: 'any' },
   { method: 'POST', path: '/v1/invitations/accept', scope: 'any', body: { token: 'adsinv_unknown' } },
 ];
 

@@ -299,4 +299,57 @@ describeEachDatabase('invitations: concurrent re-sends and accepts, withdrawn ma
     const token = tokenIn(smtp.messages.at(-1)!.raw);
     assert.equal((await h.request('POST', '/v1/invitations/accept', { body: { token } })).status, 200);
   });
+  it("the email's link opens a page whose button accepts; opening it alone uses nothing up", async () => {
+    await invite('paula@example.com');
+    await sender.tick();
+    const mail = smtp.messages.find((m) => m.rcptTo.includes('paula@example.com'));
+    assert.ok(mail);
+    const token = tokenIn(mail.raw);
+    const link = new URL(`${h.config.publicUrl}/v1/invitations/accept?token=${token}`);
+    for (let i = 0; i < 2; i++) {
+      // A mail scanner fetching the link twice.
+      const page = await h.app.inject({ method: 'GET', url: link.pathname + link.search });
+      assert.equal(page.statusCode, 200);
+      assert.match(String(page.headers['content-type']), /^text\/html/);
+      assert.match(String(page.headers['content-security-policy']), /default-src 'none'/);
+      assert.equal(page.headers['referrer-policy'], 'no-referrer');
+      assert.match(page.body, /<form method="post" action="accept">/);
+      assert.ok(page.body.includes(`name="token" value="${token}"`));
+    }
+    const hostile = await h.app.inject({
+      method: 'GET',
+      url: '/v1/invitations/accept?token=%22%3E%3Cscript%3Ex',
+    });
+    assert.ok(!hostile.body.includes('<script>'), 'the token is escaped');
+    // The button: a form post of the token alone.
+    const form = { 'content-type': 'application/x-www-form-urlencoded' };
+    const accepted = await h.app.inject({
+      method: 'POST',
+      url: '/v1/invitations/accept',
+      payload: `token=${encodeURIComponent(token)}`,
+      headers: form,
+    });
+    assert.equal(accepted.statusCode, 200, accepted.body);
+    assert.match(String(accepted.headers['content-type']), /^text\/html/);
+    const key = /<code[^>]*>(ads_[^<]+)<\/code>/.exec(accepted.body)?.[1];
+    assert.ok(key, accepted.body);
+    assert.equal((await h.request('GET', '/v1/users', { key })).status, 200, 'the key shown works');
+    const again = await h.app.inject({
+      method: 'POST',
+      url: '/v1/invitations/accept',
+      payload: `token=${encodeURIComponent(token)}`,
+      headers: form,
+    });
+    assert.equal(again.statusCode, 400);
+    assert.match(again.body, /unknown, already used or expired/);
+    // Only these routes take a form; the API stays JSON.
+    const other = await h.app.inject({
+      method: 'POST',
+      url: '/v1/users',
+      payload: 'email=x@example.com&role=member',
+      headers: { ...form, authorization: `Bearer ${acc.adminKey}` },
+    });
+    assert.equal(other.statusCode, 400);
+    assert.equal(other.json().error.code, 'invalid_content_type');
+  });
 });

@@ -1,6 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply } from 'fastify';
+import { Type } from 'typebox';
 import { offsetOf, ok, okPage } from '../../http/envelope.ts';
+import { AppError } from '../../http/errors.ts';
 import { errorResponses } from '../../http/schemas.ts';
+import { acceptedPage, acceptPage, PAGE_HEADERS, refusedPage } from './accept-page.ts';
 import {
   AcceptBody,
   AcceptedEnvelope,
@@ -111,6 +115,33 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (app) => {
       ok(request, await resendInvitation(app.ctx, request.auth.accountId, request.params.id)),
   );
 
+  // Its own scope, so only these routes take a form body (the page's button), not the rest of /users.
+  await app.register(acceptRoutes);
+};
+
+const FORM = 'application/x-www-form-urlencoded';
+
+const acceptRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.addContentTypeParser(FORM, { parseAs: 'string', bodyLimit: 4096 }, (_request, body, done) => {
+    done(null, Object.fromEntries(new URLSearchParams(body as string)));
+  });
+
+  // The invitation email's link (decisions §4: it ends `?token=`). A page, not an operation.
+  app.get(
+    '/invitations/accept',
+    {
+      schema: {
+        hide: true,
+        querystring: Type.Object({ token: Type.Optional(Type.String({ maxLength: 200 })) }),
+      },
+    } as never,
+    async (request, reply) => {
+      const { token } = request.query as { token?: string };
+      // `accept`, relative: the same path without the query, also behind a proxy's path prefix.
+      return reply.headers(PAGE_HEADERS).send(acceptPage(token ?? '', 'accept'));
+    },
+  );
+
   app.post(
     '/invitations/accept',
     {
@@ -122,6 +153,17 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: AcceptedEnvelope, ...errorResponses(400) },
       },
     },
-    async (request) => ok(request, await acceptInvitation(app.ctx, request.body.token)),
+    async (request, reply) => {
+      const fromPage = String(request.headers['content-type'] ?? '').startsWith(FORM);
+      if (!fromPage) return ok(request, await acceptInvitation(app.ctx, request.body.token));
+      // An HTML answer instead of the envelope: the page is for a person, not a client.
+      const html = reply.headers(PAGE_HEADERS) as unknown as FastifyReply;
+      try {
+        return html.send(acceptedPage(await acceptInvitation(app.ctx, request.body.token)));
+      } catch (err) {
+        if (!(err instanceof AppError)) throw err;
+        return html.code(err.status).send(refusedPage(err.message));
+      }
+    },
   );
 };
