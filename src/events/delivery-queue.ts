@@ -18,41 +18,111 @@ export interface ClaimedDelivery {
 const RETURNING = sql`account_id, id, webhook_id, event_id, event_name, attempt_count, retries_used, manual, claim_token`;
 
 /**
- * Atomically claims up to `limit` due deliveries for one worker. The claim moves next_attempt_at to
- * the end of the lease, so a worker that dies mid-attempt leaves a delivery that falls due again when
- * its lease runs out. PostgreSQL: FOR UPDATE SKIP LOCKED, so concurrent workers take disjoint rows
- * without waiting. SQLite: a single UPDATE … RETURNING, serialised by the database's write lock.
- * `status = 'pending'` is literal SQL so both planners use the partial due index.
+ * What this worker already has in flight, so a claim keeps any one webhook, and any one account,
+ * from taking every slot: attempts per webhook id and per account id, and the caps on each.
+ */
+export interface InFlightShare {
+  perWebhook: number;
+  perAccount: number;
+  webhooks: ReadonlyMap<string, number>;
+  accounts: ReadonlyMap<string, number>;
+}
+
+/** Ids from a share map at or over `cap` (left out of a claim), and the others with their counts. */
+function split(map: ReadonlyMap<string, number>, cap: number) {
+  const entries = [...map];
+  return {
+    full: entries.filter(([, n]) => n >= cap).map(([id]) => id),
+    busy: entries.filter(([, n]) => n < cap),
+  };
+}
+
+/** `(id, n)` rows as a VALUES list (a never-matching row when empty, so the SQL stays one shape). */
+const valuesOf = (rows: readonly [string, number][]) =>
+  rows.length === 0
+    ? sql`values ('', cast(0 as integer))`
+    : sql`values ${sql.join(rows.map(([id, n]) => sql`(${id}, cast(${n} as integer))`))}`;
+
+/**
+ * Atomically claims up to `limit` due deliveries for one worker, oldest due first, but fairly: no
+ * webhook gets more than `share.perWebhook` attempts in flight in this worker, nor an account more
+ * than `share.perAccount`, counting those already running. A tenant whose receivers hang (every
+ * attempt runs to the deadline) or who floods its webhooks therefore holds only its share of the
+ * slots, and other tenants' deliveries still go out at once. Those over their share are left out
+ * of the scan (so it reaches the others' rows behind theirs); among the next `limit` × 4 due rows,
+ * the ones past a webhook's or account's remaining share wait for the next claim.
+ * The claim moves next_attempt_at to the end of the lease, so a worker that dies mid-attempt leaves
+ * a delivery that falls due again when its lease runs out. PostgreSQL: FOR UPDATE SKIP LOCKED, so
+ * concurrent workers take disjoint rows without waiting. SQLite: a single UPDATE … RETURNING,
+ * serialised by the database's write lock. `status = 'pending'` is literal SQL so both planners use
+ * the partial due index.
  */
 export async function claimDueDeliveries(
   db: Db,
   dialect: Dialect,
-  opts: { now: string; leaseUntil: string; limit: number; token: string },
+  opts: { now: string; leaseUntil: string; limit: number; token: string; share?: InFlightShare },
 ): Promise<ClaimedDelivery[]> {
   const { now, leaseUntil, limit, token } = opts;
+  const share = opts.share ?? {
+    perWebhook: limit,
+    perAccount: limit,
+    webhooks: new Map<string, number>(),
+    accounts: new Map<string, number>(),
+  };
+  const hooks = split(share.webhooks, share.perWebhook);
+  const accounts = split(share.accounts, share.perAccount);
+  const notFull = sql.join(
+    [
+      sql`status = 'pending' and next_attempt_at <= ${now}`,
+      ...(hooks.full.length ? [sql`webhook_id not in (${sql.join(hooks.full)})`] : []),
+      ...(accounts.full.length ? [sql`account_id not in (${sql.join(accounts.full)})`] : []),
+    ],
+    sql` and `,
+  );
+  const scan = Math.max(limit * 4, 64);
+  // Each due row's rank within its webhook and within its account, plus what those already have
+  // in flight here: a row is taken only while both stay within their share.
+  const fair = (due: ReturnType<typeof sql>) => sql`
+    select r.account_id, r.id, r.next_attempt_at from (
+      select due.account_id, due.id, due.next_attempt_at,
+        row_number() over (partition by due.webhook_id order by due.next_attempt_at, due.id)
+          + coalesce(bw.n, 0) as hook_rank,
+        row_number() over (partition by due.account_id order by due.next_attempt_at, due.id)
+          + coalesce(ba.n, 0) as account_rank
+      from ${due} due
+      left join (select column1 as id, column2 as n from (${valuesOf(hooks.busy)}) as v) as bw
+        on bw.id = due.webhook_id
+      left join (select column1 as id, column2 as n from (${valuesOf(accounts.busy)}) as v) as ba
+        on ba.id = due.account_id
+    ) r
+    where r.hook_rank <= ${share.perWebhook} and r.account_rank <= ${share.perAccount}
+    order by r.next_attempt_at
+    limit ${limit}`;
   const query =
     dialect === 'postgres'
       ? sql<ClaimedDelivery>`
           with due as (
-            select account_id, id from webhook_deliveries
-            where status = 'pending' and next_attempt_at <= ${now}
+            select account_id, id, webhook_id, next_attempt_at from webhook_deliveries
+            where ${notFull}
             order by next_attempt_at
-            limit ${limit}
+            limit ${scan}
             for update skip locked
-          )
+          ), picked as (${fair(sql`due`)})
           update webhook_deliveries d
           set locked_until = ${leaseUntil}, next_attempt_at = ${leaseUntil}, claim_token = ${token}
-          from due where d.account_id = due.account_id and d.id = due.id
+          from picked where d.account_id = picked.account_id and d.id = picked.id
           returning d.account_id, d.id, d.webhook_id, d.event_id, d.event_name, d.attempt_count,
             d.retries_used, d.manual, d.claim_token`
       : sql<ClaimedDelivery>`
           update webhook_deliveries
           set locked_until = ${leaseUntil}, next_attempt_at = ${leaseUntil}, claim_token = ${token}
-          where rowid in (
-            select rowid from webhook_deliveries
-            where status = 'pending' and next_attempt_at <= ${now}
-            order by next_attempt_at
-            limit ${limit}
+          where (account_id, id) in (
+            select account_id, id from (${fair(sql`(
+              select account_id, id, webhook_id, next_attempt_at from webhook_deliveries
+              where ${notFull}
+              order by next_attempt_at
+              limit ${scan}
+            )`)})
           )
           returning ${RETURNING}`;
   const { rows } = await query.execute(db);
@@ -72,7 +142,7 @@ export async function claimDueDeliveries(
 export async function claimWithTargets(
   db: Kysely<DB>,
   dialect: Dialect,
-  opts: { now: string; leaseUntil: string; limit: number; token: string },
+  opts: { now: string; leaseUntil: string; limit: number; token: string; share?: InFlightShare },
   completions: readonly Completion[] = [],
 ) {
   return db.transaction().execute(async (trx) => {

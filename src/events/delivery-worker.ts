@@ -25,6 +25,10 @@ export interface DeliveryWorkerOptions {
   batchSize?: number;
   /** Most attempts in flight at once. */
   concurrency?: number;
+  /** Most attempts in flight at once to one webhook (default: `concurrency` less an eighth). */
+  perWebhook?: number;
+  /** Most attempts in flight at once for one account (default: `concurrency` less an eighth). */
+  perAccount?: number;
   /** Fallback poll when no wake-up arrives. */
   pollMs?: number;
   /** LISTEN for PostgreSQL notifications (default true on PostgreSQL). */
@@ -78,6 +82,25 @@ export function createDeliveryWorker(ctx: AppContext, opts: DeliveryWorkerOption
   const iso = (ms: number) => new Date(ms).toISOString();
 
   const inFlight = new Set<Promise<void>>();
+  // Attempts in flight per webhook and per account: a claim leaves each its fair share of slots,
+  // so one tenant's hanging receivers or flood cannot hold every slot (claimDueDeliveries).
+  const hookLoad = new Map<string, number>();
+  const accountLoad = new Map<string, number>();
+  // An eighth of the slots (8 of 64) stays free for other accounts whatever one account has due.
+  // A larger reserve costs a lone tenant's backlog its pace: with 48 of 64 a 5-webhook drain ran
+  // 28 % slower (bench/webhooks, 2026-11-26); with 56, see docs/benchmarks.md.
+  const reserve = Math.max(1, Math.floor(concurrency / 8));
+  const share = {
+    perWebhook: opts.perWebhook ?? Math.max(1, concurrency - reserve),
+    perAccount: opts.perAccount ?? Math.max(1, concurrency - reserve),
+    webhooks: hookLoad,
+    accounts: accountLoad,
+  };
+  const bump = (map: Map<string, number>, id: string, by: number) => {
+    const n = (map.get(id) ?? 0) + by;
+    if (n > 0) map.set(id, n);
+    else map.delete(id);
+  };
   let stopping = false;
   let woken = false;
   let interrupt: (() => void) | null = null;
@@ -85,17 +108,28 @@ export function createDeliveryWorker(ctx: AppContext, opts: DeliveryWorkerOption
     woken = true;
     interrupt?.();
   };
-  const pause = (ms: number) =>
+  /** Waits `ms`, or less: until wake(), stop(), or `also` settles. */
+  const pause = (ms: number, also?: Promise<unknown>) =>
     new Promise<void>((resolve) => {
       if (woken || stopping) return resolve();
+      let settled = false;
       const done = () => {
+        if (settled) return;
+        settled = true;
         clearTimeout(timer);
         interrupt = null;
         resolve();
       };
       const timer = setTimeout(done, ms);
       interrupt = done;
+      also?.then(done, done);
     });
+  /** Whether some webhook or account has its whole share in flight (a claim then leaves it out). */
+  const anyAtShare = () => {
+    for (const n of hookLoad.values()) if (n >= share.perWebhook) return true;
+    for (const n of accountLoad.values()) if (n >= share.perAccount) return true;
+    return false;
+  };
 
   const unsubscribe = onDeliveriesDue(wake);
   let listener: DeliveryListener | null = null;
@@ -219,11 +253,17 @@ export function createDeliveryWorker(ctx: AppContext, opts: DeliveryWorkerOption
   };
 
   const start = (c: ClaimedDelivery, targets: Targets) => {
+    bump(hookLoad, c.webhook_id, 1);
+    bump(accountLoad, c.account_id, 1);
     const p: Promise<void> = deliver(c, targets)
       .catch((err: unknown) =>
         log.error({ err, delivery: c.id }, 'delivery attempt crashed; the lease will expire'),
       )
-      .finally(() => inFlight.delete(p));
+      .finally(() => {
+        inFlight.delete(p);
+        bump(hookLoad, c.webhook_id, -1);
+        bump(accountLoad, c.account_id, -1);
+      });
     inFlight.add(p);
   };
 
@@ -263,6 +303,7 @@ export function createDeliveryWorker(ctx: AppContext, opts: DeliveryWorkerOption
               leaseUntil: iso(nowMs + leaseMs),
               limit,
               token: randomBytes(12).toString('base64url'),
+              share,
             },
             riding,
           );
@@ -275,6 +316,12 @@ export function createDeliveryWorker(ctx: AppContext, opts: DeliveryWorkerOption
         for (const c of claimed) start(c, targets);
         backlog = claimed.length === limit;
         if (backlog) continue; // more may be due: claim again as slots free up
+        if (anyAtShare() && inFlight.size > 0) {
+          // Work was left out for its share, not for want of due rows: look again as soon as an
+          // attempt ends (or new work arrives), not after the idle pause.
+          await pause(pollMs, Promise.race(inFlight));
+          continue;
+        }
         const next = await nextDueAt(database.db);
         const untilNext = next === null ? pollMs : Date.parse(next) - clock();
         await pause(Math.min(pollMs, Math.max(claimed.length > 0 ? 0 : MIN_IDLE_MS, untilNext)));

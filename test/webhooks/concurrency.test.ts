@@ -26,36 +26,90 @@ describeEachDatabase(
   (h) => {
     const w = withDeliveryWorker(h);
 
-    it(`one worker runs ${DEFAULT_CONCURRENCY} attempts at once, and no more`, async () => {
-      const p = uniquePath('parallel');
-      let open = 0;
-      let most = 0;
+    /** Holds each request on a held path until `open` reach `until` (or HOLD_MS pass); counts them. */
+    const holding = (held: (url: string) => boolean, until: number) => {
+      const state = {
+        open: 0,
+        most: 0,
+      };
       let release: () => void = () => {};
       let released = new Promise<void>((resolve) => {
         release = resolve;
       });
-      rx.setHandler(async () => {
-        open++;
-        most = Math.max(most, open);
-        if (open >= DEFAULT_CONCURRENCY) release();
+      rx.setHandler(async (req) => {
+        if (!held(req.url)) return { status: 204 };
+        state.open++;
+        state.most = Math.max(state.most, state.open);
+        if (state.open >= until) release();
         await Promise.race([released, sleep(HOLD_MS)]);
-        open--;
+        state.open--;
         return { status: 204 };
       });
-      await registerWebhook(h, w.acc, { url: rx.url + p, events: ['data.created'] });
-      await Promise.all(
-        Array.from({ length: EVENTS }, async (_, i) => {
+      const releaseAll = () => {
+        released = Promise.resolve();
+        release();
+      };
+      return { state, releaseAll };
+    };
+    const create = async (key: string, n: number, label: string) =>
+      Promise.all(
+        Array.from({ length: n }, async (_, i) => {
           const res = await h.request('POST', '/v1/data', {
-            key: w.acc.adminKey,
-            body: { title: `parallel ${i}`, type: 'note' },
+            key,
+            body: { title: `${label} ${i}`, type: 'note' },
           });
           assert.equal(res.status, 201, res.raw);
         }),
       );
+
+    it(`one worker runs ${DEFAULT_CONCURRENCY} attempts at once, and no more`, async () => {
+      // Four tenants' webhooks, so no share (56 per webhook and per account) binds.
+      const paths: string[] = [];
+      const tenants = [
+        w.acc,
+        await h.account('enterprise'),
+        await h.account('enterprise'),
+        await h.account('enterprise'),
+      ];
+      for (const acc of tenants) {
+        const p = uniquePath('parallel');
+        paths.push(p);
+        await registerWebhook(h, acc, { url: rx.url + p, events: ['data.created'] });
+      }
+      const { state, releaseAll } = holding((url) => paths.includes(url), DEFAULT_CONCURRENCY);
+      await Promise.all(tenants.map((acc, i) => create(acc.adminKey, EVENTS / 4, `parallel ${i}`)));
       // 84 TLS attempts took over 20 s on a slow, loaded machine (2026-11-25).
-      await waitUntil(`${EVENTS} deliveries`, () => requestsTo(rx, p).length >= EVENTS, 90_000);
-      released = Promise.resolve();
-      assert.equal(most, DEFAULT_CONCURRENCY);
+      await waitUntil(
+        `${EVENTS} deliveries`,
+        () => paths.reduce((n, p) => n + requestsTo(rx, p).length, 0) >= EVENTS,
+        90_000,
+      );
+      releaseAll();
+      assert.equal(state.most, DEFAULT_CONCURRENCY);
+    });
+
+    it("keeps a tenant whose receivers hang to its share: another tenant's delivery goes out at once", async () => {
+      // One account, three webhooks that hold every request, 40 events: 120 attempts that would
+      // fill all 64 slots for HOLD_MS at a time. An account's share is 56: 8 slots stay free.
+      const hung = await h.account('enterprise');
+      const hungPaths = [uniquePath('hung'), uniquePath('hung'), uniquePath('hung')];
+      for (const p of hungPaths)
+        await registerWebhook(h, hung, { url: rx.url + p, events: ['data.created'] });
+      const { state, releaseAll } = holding((url) => hungPaths.includes(url), Number.POSITIVE_INFINITY);
+      try {
+        await create(hung.adminKey, 40, 'flood');
+        await waitUntil('the hung tenant to fill its share', () => state.open >= 56, 20_000);
+        const other = await h.account('enterprise');
+        const p = uniquePath('healthy');
+        await registerWebhook(h, other, { url: rx.url + p, events: ['data.created'] });
+        const sent = Date.now();
+        await create(other.adminKey, 1, 'healthy');
+        await waitUntil("the other tenant's delivery", () => requestsTo(rx, p).length === 1, HOLD_MS / 2);
+        assert.ok(Date.now() - sent < HOLD_MS / 2, 'it did not wait for a hung attempt to end');
+        assert.equal(state.most, 56, 'the hung account held its share of the slots, no more');
+      } finally {
+        releaseAll();
+      }
     });
   },
   {
