@@ -1,6 +1,7 @@
 // Search-result excerpts (decisions §6): about 30 words around the first match, matched words in
 // <em>, everything else HTML-escaped, `…` where text was cut. Matching mirrors the database loosely:
 // folded equality, same Porter stem, or a wildcard pattern.
+import { MAX_INDEXED_WORD_CHARS } from './document.ts';
 import type { PositiveTerm } from './parser.ts';
 import { foldText, foldWord, patternParts, splitWords, stemWord, wildcardTest } from './text.ts';
 
@@ -92,7 +93,9 @@ export function compileExcerptTerms(terms: readonly PositiveTerm[]): ExcerptMatc
     const targetStem = stem(target);
     // Porter only rewrites endings, so a word and its stem share their first character: testing it
     // first skips stemming almost every word of the text.
-    return (w) => w === target || (w[0] === targetStem[0] && stem(w) === targetStem);
+    return (w) =>
+      w.length <= MAX_INDEXED_WORD_CHARS &&
+      (w === target || (w[0] === targetStem[0] && stem(w) === targetStem));
   };
   const single: WordTest[] = [];
   const phrases: WordTest[][] = [];
@@ -110,7 +113,9 @@ export function compileExcerptTerms(terms: readonly PositiveTerm[]): ExcerptMatc
       const text = foldText(t.text);
       if (t.wildcard && text.includes('*')) {
         if (text.replaceAll('*', '') !== '') {
-          single.push(remembered(wildcardTest(text)));
+          // Words longer than the index keeps never matched, so they are not highlighted either.
+          const test = wildcardTest(text);
+          single.push(remembered((w) => w.length <= MAX_INDEXED_WORD_CHARS && test(w)));
           // Every word the pattern matches contains its longest literal run.
           singleNeedles.push(patternParts(text).longest);
         }

@@ -47,6 +47,23 @@ describe('highlighting', () => {
     assert.deepEqual(highlighted(excerpt('cats or dogs', 'cat OR dog')), ['cats', 'dogs']);
   });
 
+  test('a word longer than the index keeps (128 characters) is never highlighted, as it never matches', () => {
+    // Shown clipped to its ends, as any giant word is.
+    const clipped = (c: string) => `${c.repeat(30)}…${c.repeat(30)}`;
+    assert.equal(
+      excerpt(`omega ${'x'.repeat(129)} end`, 'omega OR xxx*'),
+      `<em>omega</em> ${clipped('x')} end`,
+    );
+    assert.equal(
+      excerpt(`omega ${'x'.repeat(129)} end`, `omega OR ${'x'.repeat(129)}`),
+      `<em>omega</em> ${clipped('x')} end`,
+    );
+    assert.equal(
+      excerpt(`omega ${'y'.repeat(128)} end`, 'omega OR yyy*'),
+      `<em>omega</em> <em>${clipped('y')}</em> end`,
+    );
+  });
+
   test('negated terms are not highlighted', () => {
     assert.deepEqual(highlighted(excerpt('finance report on finance', 'finance -report')), [
       'finance',
@@ -171,10 +188,10 @@ describe('window and cuts', () => {
   });
 
   test('giant words and gaps are clipped', () => {
-    const html = excerpt(`${'a'.repeat(50_000)} ${'!'.repeat(50_000)} finance`, 'a*')!;
+    const html = excerpt(`${'a'.repeat(50_000)} ${'!'.repeat(50_000)} finance`, 'finance')!;
     const a = 'a'.repeat(30);
     const bang = '!'.repeat(14);
-    assert.equal(html, `<em>${a}…${a}</em> ${bang}…${bang} finance`);
+    assert.equal(html, `${a}…${a} ${bang}…${bang} <em>finance</em>`);
   });
 });
 
@@ -200,7 +217,9 @@ describe('large text', () => {
   test('a 5 MB text without separators works with wildcards and stems', () => {
     assert.equal(excerpt('x'.repeat(5_000_000), 'x*y'), null);
     assert.equal(excerpt('x'.repeat(5_000_000), 'running'), null);
-    assert.ok(excerpt('x'.repeat(5_000_000), 'x*')!.startsWith('<em>x'));
+    // One 5,000,000-character word: longer than the index keeps, so it matches nothing.
+    assert.equal(excerpt('x'.repeat(5_000_000), 'x*'), null);
+    assert.ok(excerpt(`${'x'.repeat(128)} ${'x'.repeat(5_000_000)}`, 'x*')!.startsWith('<em>x'));
   });
 });
 

@@ -54,7 +54,9 @@ const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
 const DATE_TIME =
   /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?(?:([Zz])|([+\- ])(\d{2}):?(\d{2}))$/;
 // Offsets can push an instant past the 4-digit years that sort correctly as text; clamp to them.
-const FIRST = new Date('0000-01-01T00:00:00.000Z').getTime();
+// Year 1, not 0: PostgreSQL has no year 0 (`0000-01-01` as timestamptz is an error, which was a
+// 500), and nothing is stored before year 1 anyway.
+const FIRST = new Date('0001-01-01T00:00:00.000Z').getTime();
 const LAST = new Date('9999-12-31T23:59:59.999Z').getTime();
 
 function utc(y: number, mo: number, d: number, h = 0, mi = 0, s = 0, ms = 0): number | null {
@@ -101,7 +103,7 @@ function parseBound(text: string, edge: 'from' | 'to'): number | null {
     if (hours > 23 || minutes > 59) return null;
     offset = (m[9] === '-' ? -1 : 1) * (hours * 60 + minutes) * 60_000;
   }
-  return Math.min(LAST, Math.max(FIRST, local + ms - offset));
+  return local + ms - offset;
 }
 
 /** `from`/`to` as inclusive ISO instants; unparseable or reversed bounds are invalid_request. */
@@ -118,8 +120,9 @@ export function parseRange(from: string | undefined, to: string | undefined): { 
       throw invalidField(edge, 'must be an ISO 8601 date-time with Z or an offset, or a date (YYYY-MM-DD)');
     }
     bounds[edge] = at;
-    out[edge] = new Date(at).toISOString();
+    out[edge] = new Date(Math.min(LAST, Math.max(FIRST, at))).toISOString();
   }
+  // Compared before clamping, so two reversed bounds beyond one end are still refused.
   if (bounds.from !== undefined && bounds.to !== undefined && bounds.from > bounds.to) {
     throw invalidField('from', 'must not be after to');
   }

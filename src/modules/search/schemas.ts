@@ -4,7 +4,9 @@ import { DataType } from '../data/schemas.ts';
 import { MAX_FILTERS } from './params.ts';
 
 /** A hard bound before trimming; the service allows 1,000 characters after trimming (decisions §6). */
-const MAX_RAW_QUERY = 2000;
+// `q` is 1 to 1,000 characters once trimmed (the parser checks); untrimmed it is bounded only by
+// the 16 KB request line, so surrounding spaces never count against it.
+const MAX_RAW_QUERY = 16_384;
 
 export const SearchQueryString = Type.Object(
   {
