@@ -95,13 +95,24 @@ export async function migrate(database: Database, opts: { to?: string } = {}): P
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
 
-/** True when the database answers a trivial query (readiness). */
-export async function ping(database: Database): Promise<boolean> {
+/**
+ * True when the database answers a trivial query within `timeoutMs` (readiness). Bounded, so a
+ * database that stops answering without refusing (a network partition) makes the probe say 503
+ * rather than hang past the balancer's probe timeout.
+ */
+export async function ping(database: Database, timeoutMs = 2000): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), timeoutMs);
+  });
+  const answered = sql`select 1`.execute(database.db).then(
+    () => true,
+    () => false,
+  );
   try {
-    await sql`select 1`.execute(database.db);
-    return true;
-  } catch {
-    return false;
+    return await Promise.race([answered, late]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
