@@ -1,8 +1,10 @@
+import { createPrivateKey, X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { type Static, Type } from 'typebox';
 import { Value } from 'typebox/value';
 import { KEY_FORMAT, parseKey } from './lib/secret-box.ts';
+import { parseSmtpUrl } from './mail/mailer.ts';
 
 const Bool = Type.Enum(['true', 'false', '1', '0']);
 const Port = Type.String({ pattern: '^[0-9]{1,5}$' });
@@ -144,6 +146,9 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
       `at most ${MAX_WEBHOOK_TIMEOUT_MS} (10 minutes)`,
     );
   }
+  if (e.ADS_REDIS_URL !== undefined && !URL.canParse(e.ADS_REDIS_URL)) {
+    throw invalidSetting('ADS_REDIS_URL', e.ADS_REDIS_URL, 'is not a valid URL (redis://host:port)');
+  }
   if (e.ADS_SECRET_KEY !== undefined && !parseKey(e.ADS_SECRET_KEY)) {
     throw invalidSetting(
       'ADS_SECRET_KEY',
@@ -189,9 +194,10 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
 
 /**
  * Checks, before anything starts, what the settings name on disk: ADS_DATA_DIR is a directory (or
- * does not exist yet), and the files (the TLS pair when this process serves HTTPS, the webhook CA)
- * can be read. Throws ConfigError naming the setting, where the first use would fail later with a
- * bare `ENOENT` and no variable named.
+ * does not exist yet), the files (the TLS pair when this process serves HTTPS, the webhook CA) can
+ * be read, the TLS pair is a certificate and its key, and ADS_SMTP_URL's options are known. Throws
+ * ConfigError naming the setting, where the first use would fail later (after listening) with a
+ * bare `ENOENT` or an openssl error and no variable named.
  */
 export function checkSettingPaths(config: Readonly<Config>, opts: { tls: boolean }): void {
   const stat = (file: string) => {
@@ -226,6 +232,34 @@ export function checkSettingPaths(config: Readonly<Config>, opts: { tls: boolean
       }
     }
     if (why) throw invalidSetting(name, file, why);
+  }
+  if (opts.tls && config.tls) checkTlsPair(config.tls);
+  if (config.smtpUrl) {
+    try {
+      parseSmtpUrl(config.smtpUrl);
+    } catch (err) {
+      const why = (err as Error).message.replace(/^ADS_SMTP_URL /, '');
+      throw invalidSetting('ADS_SMTP_URL', config.smtpUrl, why);
+    }
+  }
+}
+
+/** The TLS files hold a PEM certificate and its private key (an openssl error otherwise names neither). */
+function checkTlsPair(tls: { certFile: string; keyFile: string }): void {
+  let cert: X509Certificate;
+  try {
+    cert = new X509Certificate(fs.readFileSync(tls.certFile));
+  } catch {
+    throw invalidSetting('ADS_TLS_CERT', tls.certFile, 'not a PEM certificate');
+  }
+  let key: ReturnType<typeof createPrivateKey>;
+  try {
+    key = createPrivateKey(fs.readFileSync(tls.keyFile));
+  } catch {
+    throw invalidSetting('ADS_TLS_KEY', tls.keyFile, 'not a PEM private key (or it needs a passphrase)');
+  }
+  if (!cert.checkPrivateKey(key)) {
+    throw invalidSetting('ADS_TLS_KEY', tls.keyFile, `not the private key of ADS_TLS_CERT's certificate`);
   }
 }
 

@@ -128,6 +128,13 @@ describe('ads command line', () => {
         [['serve'], { ADS_TLS_CERT: 'missing.pem', ADS_TLS_KEY: 'missing.key' }, /ADS_TLS_CERT=.*ENOENT/],
         [['worker'], { ADS_WEBHOOK_CA_FILE: dir }, /ADS_WEBHOOK_CA_FILE=.*not a file/],
         [['serve'], { ADS_DATA_DIR: aFile }, /ADS_DATA_DIR=.*not a directory/],
+        [['serve'], { ADS_TLS_CERT: aFile, ADS_TLS_KEY: aFile }, /ADS_TLS_CERT=.*not a PEM certificate/],
+        [
+          ['worker'],
+          { ADS_SMTP_URL: 'smtp://mail.example.com?bogus=1' },
+          /ADS_SMTP_URL=.*unknown option "bogus"/,
+        ],
+        [['serve'], { ADS_REDIS_URL: 'redis://127.0.0.1:notaport' }, /ADS_REDIS_URL=.*not a valid URL/],
         [['serve', '--port', '9000'], {}, /Unknown option '--port'/],
         [['serve'], { ADS_HOST: 'no-such-host.invalid', ADS_PORT: '0' }, /ADS_HOST="no-such-host\.invalid"/],
       ];

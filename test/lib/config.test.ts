@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict';
+import { generateKeyPairSync } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, it } from 'node:test';
-import { defaultPublicUrl, listenError, loadConfig, originOf } from '../../src/config.ts';
+import selfsigned from 'selfsigned';
+import { checkSettingPaths, defaultPublicUrl, listenError, loadConfig, originOf } from '../../src/config.ts';
 
 describe('URLs built from the listening address', () => {
   it('puts an IPv6 host in brackets, and nothing else', () => {
@@ -99,5 +104,40 @@ describe('listen errors', () => {
   it('pass any other error through unchanged', () => {
     const other = fail('EMFILE');
     assert.equal(listenError(other, config), other);
+  });
+});
+
+describe('TLS files', () => {
+  it('take a certificate and its own key; another key, or no PEM, names the setting', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ads-tls-'));
+    try {
+      const pems = await selfsigned.generate([{ name: 'commonName', value: 'localhost' }], {
+        keyType: 'ec',
+        curve: 'P-256',
+      });
+      const write = (name: string, text: string) => {
+        fs.writeFileSync(path.join(dir, name), text);
+        return path.join(dir, name);
+      };
+      const cert = write('cert.pem', pems.cert);
+      const key = write('key.pem', pems.private);
+      const other = write(
+        'other.pem',
+        generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({
+          type: 'pkcs8',
+          format: 'pem',
+        }) as string,
+      );
+      const check = (certFile: string, keyFile: string) => () =>
+        checkSettingPaths(loadConfig({ ADS_DATA_DIR: dir, ADS_TLS_CERT: certFile, ADS_TLS_KEY: keyFile }), {
+          tls: true,
+        });
+      check(cert, key)();
+      assert.throws(check(cert, other), /ADS_TLS_KEY=.*not the private key of ADS_TLS_CERT's certificate/);
+      assert.throws(check(key, key), /ADS_TLS_CERT=.*not a PEM certificate/);
+      assert.throws(check(cert, cert), /ADS_TLS_KEY=.*not a PEM private key/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
