@@ -3,6 +3,7 @@ import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import tls from 'node:tls';
 import type { FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import { buildApp } from './app.ts';
 import { type Config, checkSettingPaths, defaultPublicUrl, listenError, originOf } from './config.ts';
@@ -57,10 +58,7 @@ export async function startServer(config: Readonly<Config>, logger: Logger): Pro
     // The first account of an empty database is made only now that the server runs, so its key,
     // which is shown once, is never made by a start that then fails (port taken, bad TLS files…)
     // and so never shown at all.
-    let bootstrap: CreatedAccount | null = null;
-    if (!(await anyAccount(database.db))) {
-      bootstrap = await createAccount(database, { name: 'Default account', adminEmail: 'admin@example.com' });
-    }
+    const bootstrap = await createFirstAccount(database);
     const url = originOf(tls ? 'https' : 'http', config.host, port);
     logger.info({ url: `${url}/v1`, database: database.dialect }, 'listening');
     return {
@@ -81,6 +79,31 @@ export async function startServer(config: Readonly<Config>, logger: Logger): Pro
     await database.close().catch(() => {});
     throw err;
   }
+}
+
+/** Keys of the PostgreSQL advisory lock that makes the first account once ("ads-" "boot"). */
+const FIRST_ACCOUNT_LOCK = [0x6164_732d, 0x626f_6f74] as const;
+
+/**
+ * The default account of an empty database, made once: on PostgreSQL several processes may start
+ * at once on one empty database, so the check and the creation run under an advisory lock (the
+ * second process then finds the first one's account). SQLite has one process per file.
+ */
+async function createFirstAccount(database: Database): Promise<CreatedAccount | null> {
+  const make = async () =>
+    (await anyAccount(database.db))
+      ? null
+      : createAccount(database, { name: 'Default account', adminEmail: 'admin@example.com' });
+  if (database.dialect !== 'postgres') return make();
+  return database.db.connection().execute(async (conn) => {
+    const [a, b] = FIRST_ACCOUNT_LOCK;
+    await sql`select pg_advisory_lock(${a}::int, ${b}::int)`.execute(conn);
+    try {
+      return await make();
+    } finally {
+      await sql`select pg_advisory_unlock(${a}::int, ${b}::int)`.execute(conn);
+    }
+  });
 }
 
 /** During a drain, a connection idle this long (no request in flight) is ended with a FIN. */
