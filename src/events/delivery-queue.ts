@@ -62,13 +62,51 @@ export async function claimDueDeliveries(
   dialect: Dialect,
   opts: { now: string; leaseUntil: string; limit: number; token: string; share?: InFlightShare },
 ): Promise<ClaimedDelivery[]> {
-  const { now, leaseUntil, limit, token } = opts;
   const share = opts.share ?? {
-    perWebhook: limit,
-    perAccount: limit,
+    perWebhook: opts.limit,
+    perAccount: opts.limit,
     webhooks: new Map<string, number>(),
     accounts: new Map<string, number>(),
   };
+  // One pass can find its scan full of a single tenant's rows and take only the few that tenant
+  // still had room for; once a pass fills someone's share, the next leaves them out of the scan
+  // and reaches the others' rows behind theirs. Three passes at most.
+  const webhooks = new Map(share.webhooks);
+  const accounts = new Map(share.accounts);
+  const claimed: ClaimedDelivery[] = [];
+  for (let pass = 0; pass < 3 && claimed.length < opts.limit; pass++) {
+    const rows = await claimPass(
+      db,
+      dialect,
+      { ...opts, limit: opts.limit - claimed.length },
+      {
+        ...share,
+        webhooks,
+        accounts,
+      },
+    );
+    claimed.push(...rows);
+    let filled = false;
+    for (const r of rows) {
+      const w = (webhooks.get(r.webhook_id) ?? 0) + 1;
+      const a = (accounts.get(r.account_id) ?? 0) + 1;
+      webhooks.set(r.webhook_id, w);
+      accounts.set(r.account_id, a);
+      if (w >= share.perWebhook || a >= share.perAccount) filled = true;
+    }
+    if (rows.length === 0 || !filled) break;
+  }
+  return claimed;
+}
+
+/** One claim query: {@link claimDueDeliveries} with the shares as they stand. */
+async function claimPass(
+  db: Db,
+  dialect: Dialect,
+  opts: { now: string; leaseUntil: string; limit: number; token: string },
+  share: InFlightShare,
+): Promise<ClaimedDelivery[]> {
+  const { now, leaseUntil, limit, token } = opts;
   const hooks = split(share.webhooks, share.perWebhook);
   const accounts = split(share.accounts, share.perAccount);
   const notFull = sql.join(
@@ -146,8 +184,7 @@ export async function claimWithTargets(
   completions: readonly Completion[] = [],
 ) {
   return db.transaction().execute(async (trx) => {
-    const written: boolean[] = [];
-    for (const item of completions) written.push(await applyCompletion(trx, dialect, item));
+    const written = await applyAll(trx, dialect, completions);
     const claimed = await claimDueDeliveries(trx, dialect, opts);
     return { written, claimed, targets: await loadTargets(trx, claimed) };
   });
@@ -213,14 +250,16 @@ async function applyCompletion(
   if (outcome.status === 'pending') {
     // The webhook may have been disabled while this attempt was in flight (another delivery's 410,
     // say), when this delivery, still claimed, was not among the waiting ones it failed. A retry
-    // is then not scheduled: the delivery fails like the others. On PostgreSQL the share lock
-    // makes a disable committing meanwhile wait for this transaction, so it fails this row itself.
+    // is then not scheduled: the delivery fails like the others. On PostgreSQL the row lock makes
+    // a disable committing meanwhile wait for this transaction, so it fails this row itself. An
+    // exclusive lock, not a share lock: two transactions each sharing it and then both disabling
+    // the webhook would deadlock (applyAll takes webhooks in one order, so locks never cross).
     const hook = await trx
       .selectFrom('webhooks')
       .select('status')
       .where('account_id', '=', c.account_id)
       .where('id', '=', c.webhook_id)
-      .$if(dialect === 'postgres', (q) => q.forShare())
+      .$if(dialect === 'postgres', (q) => q.forUpdate())
       .executeTakeFirst();
     if (hook?.status === 'disabled') outcome = { ...outcome, status: 'failed', nextAttemptAt: null };
   }
@@ -257,6 +296,20 @@ async function applyCompletion(
 }
 
 /**
+ * Writes outcomes in the order of their webhooks (account, then webhook id), so two transactions
+ * that lock the same webhooks (applyCompletion, disableWebhook) take them in the same order and
+ * never wait on each other in a cycle. Results come back in the order of `items`.
+ */
+async function applyAll(trx: Db, dialect: Dialect, items: readonly Completion[]): Promise<boolean[]> {
+  const order = items
+    .map((item, i) => ({ item, i, at: `${item.claim.account_id}\u0000${item.claim.webhook_id}` }))
+    .sort((x, y) => (x.at < y.at ? -1 : x.at > y.at ? 1 : x.i - y.i));
+  const written = new Array<boolean>(items.length).fill(false);
+  for (const { item, i } of order) written[i] = await applyCompletion(trx, dialect, item);
+  return written;
+}
+
+/**
  * Records attempts and their deliveries' next states, several in one transaction (one commit, one
  * fsync), each only while its claim still holds: a lease taken over by another worker, or a deleted
  * webhook, makes that one a no-op (false).
@@ -266,11 +319,7 @@ export async function completeDeliveries(
   dialect: Dialect,
   items: readonly Completion[],
 ): Promise<boolean[]> {
-  return db.transaction().execute(async (trx) => {
-    const written: boolean[] = [];
-    for (const item of items) written.push(await applyCompletion(trx, dialect, item));
-    return written;
-  });
+  return db.transaction().execute((trx) => applyAll(trx, dialect, items));
 }
 
 /** Removes a claimed delivery whose webhook is gone (fanned out while it was being deleted). */

@@ -34,3 +34,12 @@ export async function consumeInvitation(db: Db, tokenHash: string, now: string) 
     .returning(['account_id', 'user_id'])
     .executeTakeFirst();
 }
+
+/** Whose invitation a token is (used or not): the account and user, to lock before using it. */
+export async function findInvitationOwner(db: Db, tokenHash: string) {
+  return db
+    .selectFrom('invitations')
+    .select(['account_id', 'user_id'])
+    .where('token_hash', '=', tokenHash)
+    .executeTakeFirst();
+}

@@ -13,7 +13,12 @@ import { findAccount } from '../accounts/repo.ts';
 import { ROLE_SCOPES, type Role } from '../api-keys/scopes.ts';
 import { issueKey } from '../api-keys/service.ts';
 import { hashSecret } from '../api-keys/tokens.ts';
-import { consumeInvitation, expireInvitations, insertInvitation } from './invitations-repo.ts';
+import {
+  consumeInvitation,
+  expireInvitations,
+  findInvitationOwner,
+  insertInvitation,
+} from './invitations-repo.ts';
 import {
   activateInvitedUser,
   countOtherActiveAdmins,
@@ -182,10 +187,16 @@ export async function acceptInvitation(ctx: AppContext, token: string) {
   const invalid = () =>
     new AppError('invalid_token', 'The invitation token is unknown, already used or expired.');
   if (!/^adsinv_[A-Za-z0-9_-]{43}$/.test(token)) throw invalid();
-  return ctx.database.db.transaction().execute(async (trx) => {
-    const inv = await consumeInvitation(trx, hashSecret(token), now);
+  const tokenHash = hashSecret(token);
+  const { db, dialect } = ctx.database;
+  return db.transaction().execute(async (trx) => {
+    // The user's row is locked before the invitation's, in the order a re-send takes them, so an
+    // accept and a re-send of one user at once wait for each other instead of deadlocking.
+    const owner = await findInvitationOwner(trx, tokenHash);
+    if (!owner) throw invalid();
+    const user = await findUserForUpdate(trx, dialect, owner.account_id, owner.user_id);
+    const inv = await consumeInvitation(trx, tokenHash, now);
     if (!inv) throw invalid();
-    const user = await findUser(trx, inv.account_id, inv.user_id);
     if (user?.status !== 'invited') throw invalid();
     // `created_at` is the invitation time while invited and the join time once active (spec, User).
     // Conditional, so of two tokens accepted at once (one issued just before a re-send voided it)
