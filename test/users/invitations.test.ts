@@ -7,7 +7,7 @@ import { newId } from '../../src/lib/ids.ts';
 import { createMailer } from '../../src/mail/mailer.ts';
 import { createMailSender } from '../../src/mail/sender.ts';
 import { hashSecret } from '../../src/modules/api-keys/tokens.ts';
-import { describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
+import { describeEachDatabase, type Harness, type TestAccount } from '../helpers/harness.ts';
 import { partOf, startSmtpServer, type TestSmtpServer } from '../helpers/smtp-server.ts';
 
 const tokenIn = (raw: string) => {
@@ -16,6 +16,15 @@ const tokenIn = (raw: string) => {
   return m[0];
 };
 
+/** A mailer with the harness's settings that sends to the in-process SMTP server. */
+const mailerFor = (h: Harness, smtp: TestSmtpServer) =>
+  createMailer({
+    smtpUrl: smtp.url,
+    outboxDir: path.join(h.config.dataDir, 'outbox'),
+    from: h.config.mailFrom,
+    timeoutMs: 2000,
+  });
+
 describeEachDatabase('invitations: email over SMTP, acceptance, re-sending', (h) => {
   let acc: TestAccount;
   let smtp: TestSmtpServer;
@@ -23,12 +32,7 @@ describeEachDatabase('invitations: email over SMTP, acceptance, re-sending', (h)
   before(async () => {
     acc = await h.account();
     smtp = await startSmtpServer();
-    const mailer = createMailer({
-      smtpUrl: smtp.url,
-      outboxDir: path.join(h.config.dataDir, 'outbox'),
-      from: h.config.mailFrom,
-      timeoutMs: 2000,
-    });
+    const mailer = mailerFor(h, smtp);
     // A fast schedule so a refused send is retried within the test.
     sender = createMailSender(h.ctx, { mailer, pollMs: 50, backoffMs: 100, maxBackoffMs: 200 });
   });
@@ -193,12 +197,7 @@ describeEachDatabase('invitations: concurrent re-sends and accepts, withdrawn ma
   before(async () => {
     acc = await h.account();
     smtp = await startSmtpServer();
-    const mailer = createMailer({
-      smtpUrl: smtp.url,
-      outboxDir: path.join(h.config.dataDir, 'outbox'),
-      from: h.config.mailFrom,
-      timeoutMs: 2000,
-    });
+    const mailer = mailerFor(h, smtp);
     // Not started: each test sends what is due with tick(), so mail waits until it does.
     sender = createMailSender(h.ctx, { mailer });
   });
