@@ -211,6 +211,23 @@ describeEachDatabase('invitations: concurrent re-sends and accepts, withdrawn ma
     assert.equal(res.status, 201);
     return res.body.data.id as string;
   };
+  /** A further working token of the user's, written as an invitation would be (known to the test). */
+  const liveToken = async (userId: string) => {
+    const token = `adsinv_${randomBytes(32).toString('base64url')}`;
+    await h.database.db
+      .insertInto('invitations')
+      .values({
+        account_id: acc.id,
+        id: newId('invitation'),
+        user_id: userId,
+        token_hash: hashSecret(token),
+        expires_at: new Date(Date.now() + 3600_000).toISOString(),
+        used_at: null,
+        created_at: new Date().toISOString(),
+      })
+      .execute();
+    return token;
+  };
   const liveInvitations = async (userId: string) =>
     (
       await h.database.db
@@ -244,22 +261,7 @@ describeEachDatabase('invitations: concurrent re-sends and accepts, withdrawn ma
   it('activates a user once, with one first key, when two of their tokens are accepted at once', async () => {
     const userId = await invite('two-tokens@example.com');
     // Two live tokens, as a re-send racing an accept could leave behind.
-    const tokens = [0, 1].map(() => `adsinv_${randomBytes(32).toString('base64url')}`);
-    const now = new Date().toISOString();
-    for (const token of tokens) {
-      await h.database.db
-        .insertInto('invitations')
-        .values({
-          account_id: acc.id,
-          id: newId('invitation'),
-          user_id: userId,
-          token_hash: hashSecret(token),
-          expires_at: new Date(Date.now() + 3600_000).toISOString(),
-          used_at: null,
-          created_at: now,
-        })
-        .execute();
-    }
+    const tokens = [await liveToken(userId), await liveToken(userId)];
     const accepted = await Promise.all(
       tokens.map((token) => h.request('POST', '/v1/invitations/accept', { body: { token } })),
     );
@@ -275,19 +277,7 @@ describeEachDatabase('invitations: concurrent re-sends and accepts, withdrawn ma
   it('answers an accept and a re-send of one user at once without a 500 (no deadlock)', async () => {
     for (let round = 0; round < 10; round++) {
       const userId = await invite(`accept-vs-resend-${round}@example.com`);
-      const token = `adsinv_${randomBytes(32).toString('base64url')}`;
-      await h.database.db
-        .insertInto('invitations')
-        .values({
-          account_id: acc.id,
-          id: newId('invitation'),
-          user_id: userId,
-          token_hash: hashSecret(token),
-          expires_at: new Date(Date.now() + 3600_000).toISOString(),
-          used_at: null,
-          created_at: new Date().toISOString(),
-        })
-        .execute();
+      const token = await liveToken(userId);
       const [accepted, resent] = await Promise.all([
         h.request('POST', '/v1/invitations/accept', { body: { token } }),
         h.request('POST', `/v1/users/${userId}/invitation`, { key: acc.adminKey }),
