@@ -121,7 +121,7 @@ export function assertContract(app: FastifyInstance, ex: Exchange): void {
   const path = ex.url.split('?')[0] ?? '/';
   if (UNDOCUMENTED.some((p) => p.test(path))) return;
   // The invitation email's page (docs/api.md, Members): HTML for people, not an operation.
-  if (method === 'GET' && path === '/v1/invitations/accept') return;
+  if ((method === 'GET' || method === 'HEAD') && path === '/v1/invitations/accept') return;
   const problems: string[] = [];
   if (!headerValue(ex.headers, 'x-request-id')) problems.push('X-Request-Id is missing');
   const found = c.operations.find((o) => o.pattern.test(path));
