@@ -245,6 +245,11 @@ export class IdPool {
   private readonly byPrefix = new Map<string, string[]>();
   /** `whd_` ids with the `wh_` id they belong to. */
   readonly deliveries: Array<{ webhook: string; delivery: string }> = [];
+  /**
+   * Ids that generated requests read but never change or delete (the webhook the deliveries
+   * belong to): a corrupted method aimed at one of them becomes PUT, which no route has.
+   */
+  readonly kept = new Set<string>();
 
   add(id: string) {
     const prefix = /^[a-z]+_/.exec(id)?.[0];
@@ -336,6 +341,7 @@ const BAD_JSON = [
   '{"constructor": {"prototype": {"x": 1}}}',
 ];
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+const CHANGES = new Set(['POST', 'PATCH', 'DELETE']);
 
 type Mutation =
   | { kind: 'body-wrong-type'; pick: number; value: unknown }
@@ -505,11 +511,13 @@ export function requestBuilder(
     const queryParams = op.params.filter((p) => p.in === 'query');
     const headerParams = op.params.filter((p) => p.in === 'header');
     const pairParam = pathParams.find((p) => idPrefix(p.schema) === 'whd_');
-    // Reads under a webhook (its deliveries list) also aim most ids at the webhook that has
-    // deliveries: it stays out of the pool so that no generated DELETE or PATCH disables it, and
-    // the webhooks generated POSTs create may all be gone again before such a read.
+    // Reads of a webhook (and its test ping, which changes nothing) also aim most ids at the
+    // webhook that has deliveries: it stays out of the pool so that no generated DELETE or PATCH
+    // disables it, and the webhooks generated POSTs create may all be gone again before such a read.
     const readsWebhook =
-      op.method === 'GET' && !pairParam && pathParams.some((p) => idPrefix(p.schema) === 'wh_');
+      (op.method === 'GET' || op.template.endsWith('/test')) &&
+      !pairParam &&
+      pathParams.some((p) => idPrefix(p.schema) === 'wh_');
     const path = fc.tuple(...pathParams.map(pathValue), fc.nat()).map((values) => {
       const out: Record<string, string> = {};
       pathParams.forEach((p, i) => {
@@ -555,7 +563,7 @@ export function requestBuilder(
           target ? violating(doc, target[1]) : op.body ? violating(doc, op.body) : fc.constant(null)
         ).map((bad) => ({ ...r, bad, target: target?.[0] }));
       })
-      .map((r) => assemble(op, r, principals, queryParams, headerParams));
+      .map((r) => assemble(op, r, principals, queryParams, headerParams, pool.kept));
   };
   return { request };
 }
@@ -575,6 +583,7 @@ function assemble(
   principals: Principals,
   queryParams: FuzzParam[],
   headerParams: FuzzParam[],
+  kept: ReadonlySet<string>,
 ): FuzzRequest {
   let method = op.method;
   const corruptions: string[] = [];
@@ -697,7 +706,9 @@ function assemble(
         headers['idempotency-key'] = m.value;
         break;
       case 'method':
-        method = m.method;
+        // GET /webhooks/{kept} turned into DELETE would delete the webhook every delivery read needs.
+        method =
+          CHANGES.has(m.method) && Object.values(pathValues).some((v) => kept.has(v)) ? 'PUT' : m.method;
         break;
     }
   }

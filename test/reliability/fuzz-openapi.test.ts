@@ -177,6 +177,7 @@ describeEachDatabase(
         pool.add(k.body.data.id);
       }
       const deliveries = await h.request('GET', `/v1/webhooks/${hook.body.data.id}/deliveries`, { key });
+      pool.kept.add(hook.body.data.id);
       for (const d of deliveries.body.data.deliveries) {
         pool.add(d.id);
         pool.deliveries.push({ webhook: hook.body.data.id, delivery: d.id });
