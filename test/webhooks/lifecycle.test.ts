@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { createDeliveryWorker, type DeliveryWorker } from '../../src/events/delivery-worker.ts';
 import { verifyServiceSignature } from '../../src/events/signing.ts';
+import { createSecretBox } from '../../src/lib/secret-box.ts';
 import { describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
 import {
   deliveriesOf,
@@ -189,6 +191,37 @@ describeEachDatabase(
         got.headers as Record<string, string>,
       );
       assert.deepEqual(await deliveriesOf(h, acc.adminKey, id), [], 'a ping is not a stored delivery');
+    });
+
+    it('a secret sealed under another ADS_SECRET_KEY: nothing is sent unsigned, ping and delivery say why', async () => {
+      const p = uniquePath('other-key');
+      answer(p, () => ({ status: 200 }));
+      const id = await registerWebhook(h, acc, { url: rx.url + p, events: ['data.created'], secret: 's' });
+      // What a process started with another key finds: a value it cannot open.
+      await h.database.db
+        .updateTable('webhooks')
+        .set({ sealed_secret: createSecretBox(randomBytes(32)).seal('s') })
+        .where('id', '=', id)
+        .execute();
+      const ping = await h.request('POST', `/v1/webhooks/${id}/test`, { key: acc.adminKey });
+      assert.equal(ping.status, 200, ping.raw);
+      assert.deepEqual([ping.body.data.success, ping.body.data.status_code], [false, null]);
+      assert.match(ping.body.data.error, /^cannot sign: .*another key/);
+
+      const worker = createDeliveryWorker(h.ctx);
+      await worker.ready;
+      try {
+        await createData('signed elsewhere');
+        const [delivery] = await waitUntil('an attempt', async () => {
+          const log = await deliveriesOf(h, acc.adminKey, id);
+          return log.length === 1 && log[0].attempts.length > 0 && log;
+        });
+        assert.equal(delivery.attempts[0].status_code, null);
+        assert.match(delivery.attempts[0].error, /^cannot sign: /);
+      } finally {
+        await worker.stop();
+      }
+      assert.equal(requestsTo(rx, p).length, 0, 'nothing reached the receiver');
     });
 
     it('test ping: a failing or unreachable receiver is a 200 result describing the failure', async () => {

@@ -1327,7 +1327,7 @@ export interface operations {
          *     }
          */
         'application/json': {
-          /** @description 1 to 500 characters, not blank. */
+          /** @description 1 to 500 characters, not blank (white space and invisible characters only). */
           title: string;
           /**
            * @description document, note or record
@@ -1336,7 +1336,7 @@ export interface operations {
           type: 'document' | 'note' | 'record';
           /** @description Plain text, fully indexed. Bounded only by the request body limit. */
           content?: string;
-          /** @description Up to 50 tags of 1 to 64 characters; duplicates are dropped, order is kept. */
+          /** @description Up to 50 tags of 1 to 64 characters, none blank; duplicates are dropped, order is kept. */
           tags?: string[];
           /** @description Up to 50 string keys (1 to 64 characters) with string values (up to 1,000 characters). */
           metadata?: {
@@ -1827,7 +1827,7 @@ export interface operations {
          *     }
          */
         'application/json': {
-          /** @description 1 to 500 characters, not blank. */
+          /** @description 1 to 500 characters, not blank (white space and invisible characters only). */
           title?: string;
           /**
            * @description document, note or record
@@ -1836,7 +1836,7 @@ export interface operations {
           type?: 'document' | 'note' | 'record';
           /** @description Plain text, fully indexed. Bounded only by the request body limit. */
           content?: string;
-          /** @description Up to 50 tags of 1 to 64 characters; duplicates are dropped, order is kept. */
+          /** @description Up to 50 tags of 1 to 64 characters, none blank; duplicates are dropped, order is kept. */
           tags?: string[];
           /** @description Up to 50 string keys (1 to 64 characters) with string values (up to 1,000 characters). */
           metadata?: {

@@ -12,11 +12,15 @@ import {
 export const DATA_TYPES = ['document', 'note', 'record'] as const;
 export const DataType = Type.Enum([...DATA_TYPES], { description: 'document, note or record' });
 
-const Title = Text({ minLength: 1, maxLength: 500, description: '1 to 500 characters, not blank.' });
+const Title = Text({
+  minLength: 1,
+  maxLength: 500,
+  description: '1 to 500 characters, not blank (white space and invisible characters only).',
+});
 const Content = Text({ description: 'Plain text, fully indexed. Bounded only by the request body limit.' });
 const Tags = Type.Array(Text({ minLength: 1, maxLength: 64 }), {
   maxItems: 50,
-  description: 'Up to 50 tags of 1 to 64 characters; duplicates are dropped, order is kept.',
+  description: 'Up to 50 tags of 1 to 64 characters, none blank; duplicates are dropped, order is kept.',
 });
 const MetadataIn = Type.Unsafe<Record<string, string>>({
   type: 'object',

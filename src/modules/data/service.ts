@@ -30,15 +30,24 @@ export function toDataObject(row: DataRow): DataObjectOut {
   };
 }
 
-function checkTitle(title: string | undefined) {
-  if (title !== undefined && title.trim() === '') throw invalidField('title', 'must not be blank');
+/**
+ * Blank to a reader: only white space and invisible format characters (zero-width space, word
+ * joiner, byte-order mark, soft hyphen), which String.prototype.trim does not all remove.
+ */
+const BLANK = /^[\s\p{Cf}]*$/u;
+
+/** Title not blank (decisions §5); no tag blank either, since no filter or search could name it. */
+function checkText(input: { title?: string; tags?: string[] }) {
+  if (input.title !== undefined && BLANK.test(input.title)) throw invalidField('title', 'must not be blank');
+  const blank = input.tags?.findIndex((t) => BLANK.test(t)) ?? -1;
+  if (blank >= 0) throw invalidField(`tags.${blank}`, 'must not be blank');
 }
 
 /** Tags keep their first occurrence's position; repeats are dropped (decisions §5). */
 const dedupe = (tags: string[]) => [...new Set(tags)];
 
 export async function createData(ctx: AppContext, accountId: string, input: CreateDataInput) {
-  checkTitle(input.title);
+  checkText(input);
   const now = isoNow(ctx.clock);
   const row: DataRow = {
     account_id: accountId,
@@ -91,7 +100,7 @@ const PATCHABLE = ['title', 'type', 'content', 'tags', 'metadata'] as const;
 
 /** Replaces the given fields whole; emits `data.updated` with `changed` only when something changed. */
 export async function patchData(ctx: AppContext, accountId: string, id: string, input: PatchDataInput) {
-  checkTitle(input.title);
+  checkText(input);
   const { dialect } = ctx.database;
   return ctx.database.write(async (trx) => {
     const row = await findDataObject(trx, dialect, accountId, id, { forUpdate: true });

@@ -31,7 +31,14 @@ export async function pingWebhook(
     account_id: accountId,
     data: { webhook_id: id },
   });
-  const secret = hook.sealed_secret === null ? null : secretBoxFor(ctx.config).open(hook.sealed_secret);
+  let secret: string | null = null;
+  try {
+    if (hook.sealed_secret !== null) secret = secretBoxFor(ctx.config).open(hook.sealed_secret);
+  } catch (err) {
+    // Sealed under another ADS_SECRET_KEY: never send unsigned; report it as a delivery would.
+    const error = `cannot sign: ${(err as Error).message}`;
+    return { success: false, status_code: null, latency_ms: 0, error, event_id: eventId };
+  }
   const result = await sendWebhook(
     dispatcher,
     {
