@@ -106,13 +106,21 @@ function tokenize(chars: string[], base: number): Token[] {
       const field = m ? FIELDS.get(m[1]!.toLowerCase()) : undefined;
       if (!wasNeg && (word === 'AND' || word === 'OR' || word === 'NOT')) {
         tokens.push({ t: word === 'AND' ? 'and' : word === 'OR' ? 'or' : 'not', pos });
-      } else if (field && word.length > m![0].length) {
-        tokens.push({ t: 'text', pos, field, raw: word.slice(m![0].length), quoted: false });
-      } else if (field && next === '"') {
-        readQuoted(field, pos);
-      } else if (field && next === '(') {
-        tokens.push({ t: 'lparen', pos, field });
-        i++;
+      } else if (field && (word.length > m![0].length || next === '"' || next === '(')) {
+        let rest = word.slice(m![0].length);
+        // `title:-x` (and `title:-"a b"`, `title:-(a b)`) is `-title:x`, not `title:x`.
+        if (rest.startsWith('-') && (rest.length > 1 || next === '"' || next === '(')) {
+          tokens.push({ t: 'neg', pos: pos + m![0].length });
+          rest = rest.slice(1);
+        }
+        if (rest.length > 0) {
+          tokens.push({ t: 'text', pos, field, raw: rest, quoted: false });
+        } else if (next === '"') {
+          readQuoted(field, pos);
+        } else {
+          tokens.push({ t: 'lparen', pos, field });
+          i++;
+        }
       } else {
         // Unknown `word:` prefixes, and a bare `title:`, are ordinary text.
         tokens.push({ t: 'text', pos, field: null, raw: word, quoted: false });
