@@ -33,6 +33,9 @@ export async function beforeCommit(trx: Db, key: string, flush: Flush): Promise<
 /** True when `trx` is a group-commit batch, so per-write work may be accumulated for `beforeCommit`. */
 export const inBatch = (trx: Db): boolean => batchFlushes.has(trx);
 
+/** The open batch on `trx` (an opaque value, new for every batch), or undefined outside one. */
+export const batchOf = (trx: Db): object | undefined => batchFlushes.get(trx);
+
 /**
  * Runs `fn` as one batch on the open transaction `trx`: work deferred with `beforeCommit` runs once,
  * after `fn`. Group commit runs each batch through this; bulk loads that write many objects in one

@@ -37,26 +37,30 @@ export type IndexedRow = Pick<
 type TextRow = Pick<IndexedRow, 'account_id' | 'id' | 'title' | 'type' | 'content' | 'tags' | 'metadata'>;
 
 /** The words of raw text as the index keeps them: folded, split, overlong ones left out. */
-export function indexedWords(text: string): string[] {
-  return splitWords(foldText(text)).filter((w) => w.length <= MAX_INDEXED_WORD_CHARS);
+export function indexedWords(text: string, fold: (s: string) => string = foldText): string[] {
+  return splitWords(fold(text)).filter((w) => w.length <= MAX_INDEXED_WORD_CHARS);
 }
 
-/** Folds and splits every indexed field of a data object row. */
-export function buildIndexDocument(row: TextRow): IndexDocument {
+/**
+ * Folds and splits every indexed field of a data object row. `fold` is for migrations only: the
+ * folding an older release indexed with, to rebuild the entry it wrote.
+ */
+export function buildIndexDocument(row: TextRow, fold: (s: string) => string = foldText): IndexDocument {
   const tags = JSON.parse(row.tags) as string[];
   const metadata = JSON.parse(row.metadata) as Record<string, unknown>;
+  const words = (text: string) => indexedWords(text, fold);
   const meta = (key: string): string[][] => {
     const v = Object.hasOwn(metadata, key) ? metadata[key] : undefined;
-    return typeof v === 'string' ? [indexedWords(v)] : [];
+    return typeof v === 'string' ? [words(v)] : [];
   };
   return {
     accountId: row.account_id,
     id: row.id,
     type: row.type,
     fields: {
-      title: [indexedWords(row.title)],
-      tags: tags.map(indexedWords),
-      content: [indexedWords(row.content)],
+      title: [words(row.title)],
+      tags: tags.map(words),
+      content: [words(row.content)],
       author: meta('author'),
       status: meta('status'),
       description: meta('description'),

@@ -1,8 +1,14 @@
 // The one dialect switch of search: index maintenance called inside the data service's write
 // transactions, wildcard expansion, and the ranked query. Everything above this file is dialect-free.
-import { beforeCommit, inBatch } from '../db/group-commit.ts';
+import { batchOf, beforeCommit } from '../db/group-commit.ts';
 import type { Db, Dialect } from '../db/types.ts';
-import { buildIndexDocument, type IndexedRow, type VocabularyDelta, vocabularyDelta } from './document.ts';
+import {
+  buildIndexDocument,
+  type IndexDocument,
+  type IndexedRow,
+  type VocabularyDelta,
+  vocabularyDelta,
+} from './document.ts';
 import * as postgres from './index-postgres.ts';
 import * as sqlite from './index-sqlite.ts';
 import type { Plan } from './plan.ts';
@@ -57,7 +63,7 @@ export const MAX_EXPANDED_PATTERNS = 8;
 const impl = (dialect: Dialect) => (dialect === 'postgres' ? postgres : sqlite);
 
 /** Per group-commit batch: account -> word -> the batch's summed vocabulary change so far. */
-const batchVocabulary = new WeakMap<Db, Map<string, Map<string, number>>>();
+const batchVocabulary = new WeakMap<object, Map<string, Map<string, number>>>();
 
 /**
  * Applies a document's vocabulary change. Inside a batch (SQLite group commit, or a bulk load
@@ -74,11 +80,14 @@ async function applyVocabulary(
   delta: VocabularyDelta,
 ): Promise<void> {
   const { applyVocabulary: apply } = impl(dialect);
-  if (!inBatch(db)) return apply(db, accountId, delta);
-  let accounts = batchVocabulary.get(db);
+  const batch = batchOf(db);
+  if (!batch) return apply(db, accountId, delta);
+  // Keyed by the batch, not the transaction: one transaction may run several batches (migration
+  // 0015), and each must sum afresh and register its own flush.
+  let accounts = batchVocabulary.get(batch);
   if (!accounts) {
     accounts = new Map();
-    batchVocabulary.set(db, accounts);
+    batchVocabulary.set(batch, accounts);
   }
   let sum = accounts.get(accountId);
   if (!sum) {
@@ -103,12 +112,26 @@ export async function reindexDataObject(
   before: IndexedRow,
   after: IndexedRow,
 ): Promise<void> {
-  const { removeDocument, insertDocument, wordsOf } = impl(dialect);
   // The old entry is recomputed from the old row: the same text gives the same tokens and words.
-  const old = buildIndexDocument(before);
+  await replaceIndexEntry(db, dialect, buildIndexDocument(before), after);
+}
+
+/**
+ * Replaces the index entry `old` (exactly the document it was written from) with `row`'s, and
+ * moves the vocabulary counts from the old words to the new. Migrations that change how text is
+ * split pass the document an older release built.
+ */
+export async function replaceIndexEntry(
+  db: Db,
+  dialect: Dialect,
+  old: IndexDocument,
+  row: IndexedRow,
+  next: IndexDocument = buildIndexDocument(row),
+): Promise<void> {
+  const { removeDocument, insertDocument, wordsOf } = impl(dialect);
   const was = (await removeDocument(db, old)) ? wordsOf(old) : [];
-  const now = await insertDocument(db, after, buildIndexDocument(after));
-  await applyVocabulary(db, dialect, after.account_id, vocabularyDelta(was, now));
+  const now = await insertDocument(db, row, next);
+  await applyVocabulary(db, dialect, row.account_id, vocabularyDelta(was, now));
 }
 
 /** Removes a data object from the index; call inside the deleting transaction, before the row goes. */

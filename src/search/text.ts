@@ -3,6 +3,14 @@
 import { stemmer } from 'stemmer';
 
 const COMBINING_MARKS = /\p{M}/gu;
+/** Characters outside ASCII that are not part of a word: symbols, punctuation, spaces. */
+const NON_ASCII_SEPARATOR = /[^\p{L}\p{N}\p{M}\0-\x7F]/gu;
+/**
+ * A symbol stays a separator even when its compatibility form holds letters (™ -> TM, ℃ -> °C,
+ * ㎒ -> MHz): its letters are not a word, as the excerpt's words never include them. Symbols that
+ * do not decompose are left for splitWords, which keeps folding idempotent.
+ */
+const separate = (c: string) => (c.normalize('NFKD') === c ? c : ' ');
 /** Unpaired UTF-16 surrogates (a valid pair is one astral code point, not `Cs`, under the `u` flag). */
 const LONE_SURROGATES = /\p{Cs}/gu;
 const NON_WORD = /[^\p{L}\p{N}]+/u;
@@ -11,13 +19,16 @@ const STAR_RUN = /\*{2,}/g;
 
 /** Case- and accent-insensitive form of `s`: NFKD, combining marks removed, lower case. */
 export function foldText(s: string): string {
-  // Lower-casing after NFKD catches compatibility forms that decompose to capitals (㎒ -> MHz);
+  // Lower-casing after NFKD catches compatibility forms that decompose to capitals (ℌ -> H);
   // lower-casing can itself produce marks (İ -> i + U+0307), hence the second pass. Unpaired
   // surrogates (which request validation refuses anyway) become spaces first, as they separated
   // words before: removing a mark between two of them would pair them into a character that NFKD
-  // has not seen, and folding would no longer be idempotent.
+  // has not seen, and folding would no longer be idempotent. A symbol that decomposes to letters
+  // becomes a space first, so `Windows™` folds to `windows` (not `windowstm`), as the excerpt,
+  // which splits before it folds, sees it too.
   return s
     .replace(LONE_SURROGATES, ' ')
+    .replace(NON_ASCII_SEPARATOR, separate)
     .normalize('NFKD')
     .toLowerCase()
     .normalize('NFKD')

@@ -1,0 +1,99 @@
+import assert from 'node:assert/strict';
+import { before, describe, it } from 'node:test';
+import { type Kysely, sql } from 'kysely';
+import { foldBefore0015, up as migrate0015, refold } from '../../src/db/migrations/0015-symbol-words.ts';
+import { foldText } from '../../src/search/text.ts';
+import { describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
+import { search } from './corpus.ts';
+
+// A symbol whose compatibility form holds letters (™ -> TM, ℃ -> °C) separates words and is no
+// word itself, as every other symbol; it used to glue its letters onto the word before it
+// (`windowstm`), so `windows` and the phrase "core i7" missed `Windows™` and `Core™ i7`.
+describeEachDatabase('search: symbols that decompose to letters separate words', (h) => {
+  let acc: TestAccount;
+  const id: Record<string, string> = {};
+  before(async () => {
+    acc = await h.account('enterprise');
+    const bodies = {
+      laptop: {
+        title: 'Windows™ laptop',
+        content: 'Ships with an Intel® Core™ i7 and runs at 25℃ or less.',
+        tags: ['Windows™'],
+      },
+      other: { title: 'Windows guide', content: 'Plain text without symbols.' },
+      patched: { title: 'Office™ suite', content: 'Word™ and Excel™ together.' },
+      deleted: { title: 'Teams™ notes', content: 'Teams™ call log.' },
+    };
+    for (const [name, body] of Object.entries(bodies)) {
+      const res = await h.request('POST', '/v1/data', { key: acc.adminKey, body: { type: 'note', ...body } });
+      assert.equal(res.status, 201, res.raw);
+      id[name] = res.body.data.id;
+    }
+  });
+
+  const found = async (q: string) => {
+    const res = await search(h, acc.adminKey, { q, limit: 100 });
+    assert.equal(res.status, 200, res.raw);
+    return (res.body.data.results as { id: string }[]).map((r) => r.id).sort();
+  };
+  const vocabulary = async (word: string) =>
+    (
+      await sql<{ docs: number }>`
+        SELECT docs FROM search_vocab WHERE account_id = ${acc.id} AND word = ${word}`.execute(h.database.db)
+    ).rows.map((r) => Number(r.docs));
+
+  describe('new writes', () => {
+    it('finds the word before the symbol, in phrases too, and highlights it', async () => {
+      assert.deepEqual(await found('windows'), [id.laptop, id.other].sort());
+      assert.deepEqual(await found('"core i7"'), [id.laptop]);
+      assert.deepEqual(await found('"windows laptop"'), [id.laptop]);
+      assert.deepEqual(await found('tag:windows'), [id.laptop]);
+      assert.deepEqual(await found('"at 25 or less"'), [id.laptop]);
+      assert.deepEqual(await found('windowstm OR tm OR c'), [], 'no glued word, and no word of the symbol');
+      const res = await search(h, acc.adminKey, { q: 'core' });
+      assert.match(res.body.data.results[0].excerpt, /<em>Core<\/em>™ i7/);
+    });
+
+    it('a query with the symbol means the same words', async () => {
+      assert.deepEqual(await found('Windows™'), [id.laptop, id.other].sort());
+      assert.deepEqual(await found('"Core™ i7"'), [id.laptop]);
+      assert.deepEqual(await found('title:"windows™ laptop"'), [id.laptop]);
+    });
+  });
+
+  describe('migration 0015 on objects an older release indexed', () => {
+    before(async () => {
+      const db = h.database.db as unknown as Kysely<unknown>;
+      // The entries as the folding before 0015 wrote them.
+      assert.equal(await refold(db, h.dialect, foldText, foldBefore0015), 3);
+      assert.deepEqual(await found('windowstm'), [id.laptop], 'the old entry holds the glued word');
+      assert.deepEqual(await found('"core i7"'), []);
+      assert.deepEqual(await vocabulary('windowstm'), [1]);
+      await migrate0015(db, h.dialect);
+    });
+
+    it('rewrites them: the words are found, the glued ones gone, the vocabulary moved', async () => {
+      assert.deepEqual(await found('windows'), [id.laptop, id.other].sort());
+      assert.deepEqual(await found('"core i7"'), [id.laptop]);
+      assert.deepEqual(await found('windowstm'), []);
+      assert.deepEqual(await vocabulary('windowstm'), []);
+      assert.deepEqual(await vocabulary('windows'), [2]);
+      assert.deepEqual(await vocabulary('tm'), []);
+    });
+
+    it('updates and deletes after it leave no stale words (the entry matched what was written)', async () => {
+      const patched = await h.request('PATCH', `/v1/data/${id.patched}`, {
+        key: acc.adminKey,
+        body: { title: 'Office suite', content: 'Spreadsheets.' },
+      });
+      assert.equal(patched.status, 200, patched.raw);
+      const deleted = await h.request('DELETE', `/v1/data/${id.deleted}`, { key: acc.adminKey });
+      assert.equal(deleted.status, 204);
+      for (const word of ['word', 'excel', 'teams', 'call', 'wordtm', 'exceltm', 'teamstm']) {
+        assert.deepEqual(await vocabulary(word), [], word);
+      }
+      assert.deepEqual(await found('excel OR teams OR word OR teamstm'), []);
+      assert.deepEqual(await found('office'), [id.patched]);
+    });
+  });
+});
