@@ -176,6 +176,16 @@ describeEachDatabase(
         const k = await h.request('POST', '/v1/api-keys', { key, body: { scopes: ['read'] } });
         pool.add(k.body.data.id);
       }
+      // Webhooks generated requests may change and delete (generated POSTs add more, but DELETEs
+      // can remove those before a PATCH finds one).
+      for (let i = 0; i < 3; i++) {
+        const w = await h.request('POST', '/v1/webhooks', {
+          key,
+          body: { url: `https://127.0.0.1:9/pool-${i}`, events: ['user.deleted'] },
+        });
+        assert.equal(w.status, 201, w.raw);
+        pool.add(w.body.data.id);
+      }
       const deliveries = await h.request('GET', `/v1/webhooks/${hook.body.data.id}/deliveries`, { key });
       pool.kept.add(hook.body.data.id);
       for (const d of deliveries.body.data.deliveries) {
