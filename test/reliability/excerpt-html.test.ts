@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { before, describe, it, test } from 'node:test';
 import fc from 'fast-check';
+import { isBlank } from '../../src/modules/data/service.ts';
 import { describeEachDatabase, type Harness, type TestAccount } from '../helpers/harness.ts';
 import { search } from '../search/corpus.ts';
 
@@ -424,7 +425,7 @@ interface Body {
   metadata?: Record<string, string>;
 }
 
-const nonBlank = (s: string, fallback: string) => (s.trim() === '' ? fallback : s);
+const nonBlank = (s: string, fallback: string) => (isBlank(s) ? fallback : s);
 
 const generated: fc.Arbitrary<Body> = fc
   .record({

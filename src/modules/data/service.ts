@@ -35,11 +35,12 @@ export function toDataObject(row: DataRow): DataObjectOut {
  * joiner, byte-order mark, soft hyphen), which String.prototype.trim does not all remove.
  */
 const BLANK = /^[\s\p{Cf}]*$/u;
+export const isBlank = (s: string) => BLANK.test(s);
 
 /** Title not blank (decisions §5); no tag blank either, since no filter or search could name it. */
 function checkText(input: { title?: string; tags?: string[] }) {
-  if (input.title !== undefined && BLANK.test(input.title)) throw invalidField('title', 'must not be blank');
-  const blank = input.tags?.findIndex((t) => BLANK.test(t)) ?? -1;
+  if (input.title !== undefined && isBlank(input.title)) throw invalidField('title', 'must not be blank');
+  const blank = input.tags?.findIndex(isBlank) ?? -1;
   if (blank >= 0) throw invalidField(`tags.${blank}`, 'must not be blank');
 }
 
