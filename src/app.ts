@@ -10,7 +10,12 @@ import Fastify, {
 import type { Logger } from 'pino';
 import type { AppContext } from './context.ts';
 import { installAuth, installScopeCheck } from './http/auth.ts';
-import { clientErrorHandler, frameworkErrors, installErrorHandling } from './http/error-handler.ts';
+import {
+  clientErrorHandler,
+  frameworkErrors,
+  installErrorHandling,
+  rewriteUndecodable,
+} from './http/error-handler.ts';
 import { healthRoutes } from './http/health.ts';
 import { installHttpsGuard, installSecurityHeaders } from './http/https-guard.ts';
 import { installIdempotency } from './http/idempotency.ts';
@@ -99,6 +104,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     return503OnClosing: false,
     frameworkErrors,
     clientErrorHandler,
+    rewriteUrl: rewriteUndecodable,
     routerOptions: { maxParamLength: 200 },
     schemaController: { compilersFactory: { buildSerializer: buildLazySerializer } },
     ...(opts.https ? { https: { ...opts.https, minVersion: 'TLSv1.2' as const } } : {}),
@@ -126,7 +132,8 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     writeRequestLine({
       requestId: request.id,
       method: request.method,
-      url: request.routeOptions.url ?? request.url,
+      // The URL as sent: an undecodable /v1 path is routed as /v1/- (rewriteUndecodable).
+      url: request.routeOptions.url ?? request.originalUrl,
       status: reply.statusCode,
       ms: Math.round(reply.elapsedTime),
     });

@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -104,6 +105,13 @@ export function installErrorHandling(app: FastifyInstance) {
   });
 
   const notFound = (request: FastifyRequest, reply: FastifyReply) => {
+    if (UNDECODABLE in request.raw) {
+      return sendError(
+        request,
+        reply,
+        new AppError('not_found', 'No such resource: the URL cannot be decoded.'),
+      );
+    }
     const path = request.url.split('?')[0] ?? '/';
     const allowed = [...new Set(routes.filter((r) => r.pattern.test(path)).map((r) => r.method))];
     if (allowed.length > 0) {
@@ -121,6 +129,33 @@ export function installErrorHandling(app: FastifyInstance) {
   };
   app.setNotFoundHandler(notFound);
   return notFound;
+}
+
+/** Set on a request whose /v1 path cannot be decoded (see `rewriteUndecodable`). */
+const UNDECODABLE = Symbol('undecodable path');
+/** Where such a request is routed: a path no route has, answered by the /v1 not-found handler. */
+const UNDECODABLE_PATH = '/v1/-';
+
+/**
+ * Fastify's `rewriteUrl` option. A /v1 path that cannot be decoded (a malformed escape, or bytes
+ * that are not UTF-8) fails in the router, before any hook: its 404 went out without checking the
+ * key or counting it, so it lacked the rate-limit headers every answer to a limited key carries
+ * (decisions §8). Such a request is routed to a path no route has instead, so it goes through
+ * auth and the rate limit like any unknown /v1 path, and is answered as undecodable there.
+ */
+export function rewriteUndecodable(req: IncomingMessage): string {
+  const url = req.url ?? '/';
+  if (!url.startsWith('/v1/')) return url;
+  const end = url.search(/[?#]/);
+  const path = end === -1 ? url : url.slice(0, end);
+  if (!path.includes('%')) return url;
+  try {
+    decodeURIComponent(path);
+    return url;
+  } catch {
+    Object.defineProperty(req, UNDECODABLE, { value: true });
+    return UNDECODABLE_PATH;
+  }
 }
 
 /**

@@ -58,6 +58,21 @@ describeEachDatabase('rate limits over HTTP', (h) => {
     const wrongMethod = await h.request('DELETE', '/v1/webhooks', { key });
     assert.equal(wrongMethod.status, 405);
     assert.equal(wrongMethod.headers['x-ratelimit-remaining'], '55');
+    // So is a path the router cannot decode (it used to fail before any hook ran).
+    let remaining = 55;
+    for (const url of ['/v1/data/%E0%A4%A', '/v1/data/%zz', '/v1/%?q=1']) {
+      const res = await h.app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${key}` } });
+      assert.equal(res.statusCode, 404, url);
+      assert.equal(res.json().error.message, 'No such resource: the URL cannot be decoded.');
+      assert.equal(res.headers['x-ratelimit-remaining'], String(--remaining), url);
+    }
+    const unauthenticated = await h.app.inject({
+      method: 'GET',
+      url: '/v1/data/%zz',
+      headers: { authorization: 'Bearer ads_notakey' },
+    });
+    assert.equal(unauthenticated.statusCode, 404);
+    assert.equal(unauthenticated.headers['x-ratelimit-limit'], undefined);
   });
 
   it('leaves an unknown path a 404 with no rate-limit headers without a valid key', async () => {
