@@ -53,12 +53,20 @@ function charsetOf(contentType: string | undefined): string | null {
  * Fastify's own JSON parser (secure-json-parse, refusing `__proto__` and `constructor.prototype`
  * keys) behind two checks: the body is UTF-8 (RFC 8259), strictly (a byte that is not would
  * otherwise become U+FFFD and be stored changed), and its depth is bounded: `400 invalid_json`.
- * A charset other than UTF-8 is `400 invalid_content_type`.
+ * A charset other than UTF-8, or any Content-Encoding but identity, is `400 invalid_content_type`.
  */
 export function installJsonBody(app: FastifyInstance) {
   const parse = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, raw, done) => {
+    // A compressed body would otherwise be read as its compressed bytes: "not valid UTF-8", or
+    // worse, a body labelled compressed that is not would be taken as it is.
+    const encoding = request.headers['content-encoding']?.trim().toLowerCase();
+    if (encoding !== undefined && encoding !== '' && encoding !== 'identity') {
+      const message = `Content-Encoding ${JSON.stringify(encoding.slice(0, 40))} is not supported; send the JSON body uncompressed.`;
+      done(new AppError('invalid_content_type', message), undefined);
+      return;
+    }
     const charset = charsetOf(request.headers['content-type']);
     if (charset !== null && charset !== 'utf-8' && charset !== 'utf8') {
       done(

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { before, it } from 'node:test';
+import { gzipSync } from 'node:zlib';
 import { sql } from 'kysely';
 import {
   describeEachDatabase,
@@ -177,6 +178,41 @@ describeEachDatabase(
         assert.match(res.body.error.message, /must be UTF-8/);
       }
       const utf8 = Buffer.from('{"title":"caf\u00e9","type":"note"}', 'utf8');
+      // A compressed body, or one only labelled so, is refused by name, not read as its bytes.
+      for (const [encoding, payload] of [
+        ['gzip', gzipSync(utf8)],
+        ['GZIP', utf8],
+        ['br', utf8],
+        ['deflate, gzip', utf8],
+      ] as const) {
+        const res = await h.app.inject({
+          method: 'POST',
+          url: '/v1/data',
+          payload,
+          headers: {
+            authorization: `Bearer ${acc.adminKey}`,
+            'content-type': 'application/json',
+            'content-encoding': encoding,
+          },
+        });
+        assert.equal(res.statusCode, 400, encoding);
+        assert.equal(res.json().error.code, 'invalid_content_type');
+        assert.match(
+          res.json().error.message,
+          /Content-Encoding .* is not supported; send the JSON body uncompressed/,
+        );
+      }
+      const identity = await h.app.inject({
+        method: 'POST',
+        url: '/v1/data',
+        payload: utf8,
+        headers: {
+          authorization: `Bearer ${acc.adminKey}`,
+          'content-type': 'application/json',
+          'content-encoding': 'identity',
+        },
+      });
+      assert.equal(identity.statusCode, 201, identity.body);
       for (const type of [
         'application/json',
         'application/json; charset=UTF-8',
