@@ -80,6 +80,26 @@ export async function claimDueMail(
   return result.rows;
 }
 
+/**
+ * Extends the lease of one claimed message just before it is sent. False when it is no longer
+ * this worker's to send: another worker claimed it after its lease ran out, or it was withdrawn
+ * or sent meanwhile.
+ */
+export async function renewMailLease(db: Db, row: MailOutboxTable, leaseUntil: string): Promise<boolean> {
+  if (row.locked_until === null) return false;
+  const result = await db
+    .updateTable('mail_outbox')
+    .set({ locked_until: leaseUntil })
+    .where('account_id', '=', row.account_id)
+    .where('id', '=', row.id)
+    .where('status', '=', 'pending')
+    .where('locked_until', '=', row.locked_until)
+    .executeTakeFirst();
+  if (Number(result.numUpdatedRows) !== 1) return false;
+  row.locked_until = leaseUntil;
+  return true;
+}
+
 /** Marks a message sent and wipes its sealed body: the token must not outlive its delivery. */
 export async function markMailSent(db: Db, row: MailOutboxTable, now: string) {
   await db

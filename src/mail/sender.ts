@@ -3,7 +3,7 @@ import type { AppContext } from '../context.ts';
 import { secretBoxFor } from '../lib/secrets.ts';
 import type { Worker } from '../workers.ts';
 import { createMailer, type Mailer } from './mailer.ts';
-import { claimDueMail, markMailFailed, markMailSent, type OutgoingMail } from './outbox.ts';
+import { claimDueMail, markMailFailed, markMailSent, type OutgoingMail, renewMailLease } from './outbox.ts';
 
 export interface MailSenderOptions {
   pollMs?: number;
@@ -14,6 +14,9 @@ export interface MailSenderOptions {
   batch?: number;
   mailer?: Mailer;
 }
+
+/** How long a claimed message is this worker's to send (several SMTP timeouts). */
+const LEASE_MS = 120_000;
 
 /** The durable mail sender: polls the outbox, sends, and retries with backoff until delivered. */
 export function createMailSender(
@@ -46,10 +49,15 @@ export function createMailSender(
       database.db,
       database.dialect,
       new Date(now).toISOString(),
-      new Date(now + 120_000).toISOString(),
+      new Date(now + LEASE_MS).toISOString(),
       batch,
     );
     for (const row of rows) {
+      // Each message gets a fresh lease just before it is sent: a batch of slow sends must not
+      // outlive the lease its later messages were claimed with, or another worker would take
+      // one of them and both would send it. A message no longer ours is skipped.
+      const lease = new Date(clock() + LEASE_MS).toISOString();
+      if (!(await renewMailLease(database.db, row, lease))) continue;
       try {
         if (!row.sealed_message) throw new Error('message body missing');
         const mail = JSON.parse(box.open(row.sealed_message)) as OutgoingMail;

@@ -1,0 +1,96 @@
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { after, before, it } from 'node:test';
+import { createMailer, type Mailer } from '../../src/mail/mailer.ts';
+import { createMailSender } from '../../src/mail/sender.ts';
+import { describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
+import { startSmtpServer, type TestSmtpServer } from '../helpers/smtp-server.ts';
+
+const T0 = Date.UTC(2026, 10, 26, 9, 0, 0);
+
+/** Waits until `check` holds, polling every 10 ms for up to 5 s. */
+async function until(what: string, check: () => boolean) {
+  const deadline = Date.now() + 5_000;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+// Two workers share the outbox. One works through a batch of slow sends; the other, polling after
+// the lease the batch was claimed with has run out, must not take a message the first one is
+// still going to send (or is sending): every invitation reaches the SMTP server exactly once.
+describeEachDatabase('mail sender: a batch of slow sends outlives no lease', (h) => {
+  let acc: TestAccount;
+  let smtp: TestSmtpServer;
+  before(async () => {
+    acc = await h.account();
+    smtp = await startSmtpServer();
+  });
+  after(async () => {
+    h.clock.now = null;
+    await smtp.close();
+  });
+
+  it('renews each message lease before sending it, and skips one another worker has taken', async () => {
+    const real = () =>
+      createMailer({
+        smtpUrl: smtp.url,
+        outboxDir: path.join(h.config.dataDir, 'outbox'),
+        from: h.config.mailFrom,
+        timeoutMs: 2000,
+      });
+    // The real SMTP mailer behind a gate: each send waits until the test lets it go, standing in
+    // for a slow SMTP server (minutes are simulated with the harness clock).
+    const gates: Array<() => void> = [];
+    let open = false;
+    const inner = real();
+    const slow: Mailer = {
+      send: async (msg) => {
+        if (!open) await new Promise<void>((go) => gates.push(go));
+        return inner.send(msg);
+      },
+      close: () => inner.close(),
+    };
+
+    h.clock.now = T0;
+    const emails = ['lease-1@example.com', 'lease-2@example.com', 'lease-3@example.com'];
+    for (const email of emails) {
+      const res = await h.request('POST', '/v1/users', {
+        key: acc.adminKey,
+        body: { email, role: 'member' },
+      });
+      assert.equal(res.status, 201, res.raw);
+    }
+
+    // Worker A claims all three at T0 (lease until T0 + 120 s) and starts the first send.
+    const a = createMailSender(h.ctx, { mailer: slow, pollMs: 1_000_000_000 });
+    await until('the first send', () => gates.length === 1);
+    // The first send takes 100 s; the second starts at T0 + 100 s.
+    h.clock.now = T0 + 100_000;
+    gates[0]!();
+    await until('the second send', () => gates.length === 2);
+
+    // Worker B polls at T0 + 130 s, after the claim's lease ran out: it may take only the
+    // third message, whose send has not started.
+    h.clock.now = T0 + 130_000;
+    const b = createMailSender(h.ctx, { mailer: real(), pollMs: 1_000_000_000 });
+    await until('B sends the third', () => smtp.messages.length === 2);
+    await b.stop();
+
+    open = true;
+    for (const go of gates.slice(1)) go();
+    await a.stop();
+    const received = smtp.messages.map((m) => m.rcptTo.join()).sort();
+    assert.deepEqual(received, emails, 'each invitation sent exactly once');
+    const rows = await h.database.db
+      .selectFrom('mail_outbox')
+      .select(['status'])
+      .where('account_id', '=', acc.id)
+      .execute();
+    assert.deepEqual(
+      rows.map((r) => r.status),
+      ['sent', 'sent', 'sent'],
+    );
+  });
+});
