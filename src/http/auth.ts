@@ -13,6 +13,30 @@ function bearer(request: FastifyRequest): string | null {
   return match?.[1] ?? null;
 }
 
+/**
+ * Whom failed authentications are counted against: an IPv4 address, or the /64 network of an IPv6
+ * one. A single IPv6 client is usually given a whole /64 and can send from any address in it, so
+ * counting per address would let it rotate through 2^64 fresh budgets. An IPv4-mapped address
+ * counts as its IPv4 address.
+ */
+export function failureKey(ip: string): string {
+  if (!ip.includes(':')) return ip;
+  const address = ip.split('%')[0]!.toLowerCase();
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(address);
+  if (mapped) return mapped[1]!;
+  const [head = '', tail] = address.split('::');
+  const groups = (part: string) => (part === '' ? [] : part.split(':'));
+  const before = groups(head);
+  const after = tail === undefined ? [] : groups(tail);
+  // A dotted IPv4 tail stands for the last two groups.
+  const width = (list: string[]) => list.length + (list.at(-1)?.includes('.') ? 1 : 0);
+  const zeros = Array<string>(Math.max(0, 8 - width(before) - width(after))).fill('0');
+  const prefix = [...before, ...zeros, ...after]
+    .slice(0, 4)
+    .map((g) => (g.includes('.') ? g : parseInt(g, 16).toString(16)));
+  return `${prefix.join(':')}::/64`;
+}
+
 /** Bound of each in-memory map below (tokens already identified, addresses with failures). */
 const KEY_CACHE_SIZE = 10_000;
 
@@ -102,18 +126,20 @@ export function installAuth(app: FastifyInstance) {
       // every response to a key with limits). A bad key counts as a failed authentication.
       const token = request.is404 ? bearer(request) : null;
       if (token === null) return;
-      await throttled(request.ip);
+      const client = failureKey(request.ip);
+      await throttled(client);
       const row = looksLikeApiKey(token) ? await lookup(token) : undefined;
       if (usable(row)) identify(request, row);
-      else await recordFailure(request.ip);
+      else await recordFailure(client);
       return;
     }
-    await throttled(request.ip);
+    const client = failureKey(request.ip);
+    await throttled(client);
     const token = bearer(request);
-    if (!token) return fail(request.ip);
-    if (!looksLikeApiKey(token)) return fail(request.ip, 'The API key is malformed, unknown or revoked.');
+    if (!token) return fail(client);
+    if (!looksLikeApiKey(token)) return fail(client, 'The API key is malformed, unknown or revoked.');
     const row = await lookup(token);
-    if (!usable(row)) return fail(request.ip, 'The API key is malformed, unknown or revoked.');
+    if (!usable(row)) return fail(client, 'The API key is malformed, unknown or revoked.');
     identify(request, row);
   });
 }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { before, it } from 'node:test';
+import { failureKey } from '../../src/http/auth.ts';
 import {
   describeEachDatabase,
   type Harness,
@@ -245,6 +246,34 @@ describeEachDatabase(
       assert.equal(statuses.filter((s) => s === 401).length, LIMIT, statuses.join());
       assert.equal(statuses.filter((s) => s === 429).length, 60 - LIMIT, statuses.join());
       assert.ok(burst.filter((r) => r.status === 429).every((r) => Number(r.headers['retry-after']) >= 1));
+    });
+
+    it('counts an IPv6 client by its /64: rotating addresses in it buys no guesses', async () => {
+      for (let i = 1; i <= LIMIT; i++) {
+        assert.equal((await from(`2001:db8:1:2::${i.toString(16)}`, unknownKey())).status, 401);
+      }
+      for (const same of [
+        '2001:db8:1:2:ffff:ffff:ffff:ffff',
+        '2001:0db8:0001:0002::abcd',
+        '2001:db8:1:2::1%eth0',
+      ]) {
+        assert.equal((await from(same, unknownKey())).status, 429, same);
+      }
+      assert.equal(
+        (await from('2001:db8:1:3::1', unknownKey())).status,
+        401,
+        'the next /64 is another client',
+      );
+      assert.equal((await from('::ffff:192.0.2.200', unknownKey())).status, 401);
+    });
+
+    it('keys IPv6 by its /64 and an IPv4-mapped address by its IPv4 address', () => {
+      assert.equal(failureKey('::ffff:192.0.2.1'), '192.0.2.1');
+      assert.equal(failureKey('192.0.2.1'), '192.0.2.1');
+      assert.equal(failureKey('2001:db8::1'), '2001:db8:0:0::/64');
+      assert.equal(failureKey('::1'), '0:0:0:0::/64');
+      assert.equal(failureKey('fe80::1%lo0'), 'fe80:0:0:0::/64');
+      assert.equal(failureKey('64:ff9b::192.0.2.1'), '64:ff9b:0:0::/64');
     });
 
     it('does not count a valid key lacking a scope as a failed authentication', async () => {
