@@ -370,4 +370,37 @@ describeEachDatabase('invitations: concurrent re-sends and accepts, withdrawn ma
     assert.equal(other.statusCode, 400);
     assert.equal(other.json().error.code, 'invalid_content_type');
   });
+
+  it('answers a broken link or form with the page, and a JSON client with the envelope', async () => {
+    const form = { 'content-type': 'application/x-www-form-urlencoded' };
+    const broken = [
+      await h.app.inject({ method: 'GET', url: `/v1/invitations/accept?token=${'a'.repeat(201)}` }),
+      await h.app.inject({
+        method: 'POST',
+        url: '/v1/invitations/accept',
+        payload: 'other=1',
+        headers: form,
+      }),
+      await h.app.inject({
+        method: 'POST',
+        url: '/v1/invitations/accept',
+        payload: `token=${'a'.repeat(5000)}`,
+        headers: form,
+      }),
+    ];
+    assert.deepEqual(
+      broken.map((r) => r.statusCode),
+      [400, 400, 413],
+    );
+    for (const page of broken) {
+      assert.match(String(page.headers['content-type']), /^text\/html/);
+      assert.match(String(page.headers['content-security-policy']), /default-src 'none'/);
+      assert.match(String(page.headers['x-request-id']), /^req_/);
+      assert.match(page.body, /<title>Invitation not accepted<\/title>/);
+    }
+    assert.match(broken[0]!.body, /link is not valid/);
+    const json = await h.request('POST', '/v1/invitations/accept', { body: {} });
+    assert.equal(json.status, 400);
+    assert.equal(json.body.error.code, 'invalid_request');
+  });
 });

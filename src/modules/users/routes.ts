@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyReply } from 'fastify';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { offsetOf, ok, okPage } from '../../http/envelope.ts';
+import { toAppError } from '../../http/error-handler.ts';
 import { AppError } from '../../http/errors.ts';
 import { errorResponses } from '../../http/schemas.ts';
 import { acceptedPage, acceptPage, PAGE_HEADERS, refusedPage } from './accept-page.ts';
@@ -121,6 +122,28 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
 const FORM = 'application/x-www-form-urlencoded';
 
+const fromPage = (request: FastifyRequest) =>
+  request.method !== 'POST' || String(request.headers['content-type'] ?? '').startsWith(FORM);
+
+/**
+ * What a person gets when the page's own request fails before its handler (a token over 200
+ * characters in the link, a form without the token or over 4 KB): the page again, saying so, not
+ * the JSON envelope. API clients' JSON requests, and server errors, go to the app's handler.
+ */
+function pageErrors(err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  const appErr = toAppError(err);
+  if (!fromPage(request) || !appErr || appErr.status >= 500) throw err;
+  const message =
+    appErr.status === 413
+      ? 'The form sent more than this page ever does.'
+      : 'This invitation link is not valid. Open the link from your invitation email again.';
+  return reply
+    .code(appErr.status)
+    .headers(PAGE_HEADERS)
+    .header('x-request-id', request.id)
+    .send(refusedPage(message));
+}
+
 const acceptRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.addContentTypeParser(FORM, { parseAs: 'string', bodyLimit: 4096 }, (_request, body, done) => {
     done(null, Object.fromEntries(new URLSearchParams(body as string)));
@@ -134,6 +157,7 @@ const acceptRoutes: FastifyPluginAsyncTypebox = async (app) => {
         hide: true,
         querystring: Type.Object({ token: Type.Optional(Type.String({ maxLength: 200 })) }),
       },
+      errorHandler: pageErrors,
     } as never,
     async (request, reply) => {
       const { token } = request.query as { token?: string };
@@ -152,10 +176,10 @@ const acceptRoutes: FastifyPluginAsyncTypebox = async (app) => {
         body: AcceptBody,
         response: { 200: AcceptedEnvelope, ...errorResponses(400) },
       },
+      errorHandler: pageErrors,
     },
     async (request, reply) => {
-      const fromPage = String(request.headers['content-type'] ?? '').startsWith(FORM);
-      if (!fromPage) return ok(request, await acceptInvitation(app.ctx, request.body.token));
+      if (!fromPage(request)) return ok(request, await acceptInvitation(app.ctx, request.body.token));
       // An HTML answer instead of the envelope: the page is for a person, not a client.
       const html = reply.headers(PAGE_HEADERS) as unknown as FastifyReply;
       try {
