@@ -3,6 +3,7 @@ import { ConfigError, loadConfig } from '../config.ts';
 import { migrate, openDatabase } from '../db/database.ts';
 import { createLogger } from '../lib/logger.ts';
 import { accountsCommand } from './accounts.ts';
+import { backupCommand } from './backup.ts';
 import { keysCommand } from './keys.ts';
 import { serveCommand } from './serve.ts';
 import { workerCommand } from './worker.ts';
@@ -13,6 +14,7 @@ Commands:
   serve                                   Serve the API (HTTPS) and run the background workers
   worker                                  Run the background workers (webhook deliveries, mail) alone
   migrate                                 Bring the database schema up to date
+  backup DIR                              Copy ADS_DATA_DIR to DIR, the SQLite database as a consistent snapshot
   accounts create --name N --admin-email E [--plan free|pro|enterprise] [--json]
   accounts set-plan ACCOUNT_ID PLAN
   keys create --user USER_ID --scopes read,write [--name N] [--json]
@@ -48,6 +50,8 @@ async function main(argv: string[]): Promise<number> {
       }
       return 0;
     }
+    case 'backup':
+      return backupCommand(config, rest);
     case 'accounts':
       return accountsCommand(config, rest);
     case 'keys':

@@ -4,6 +4,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
+import BetterSqlite3 from 'better-sqlite3';
 import { loadConfig } from '../../src/config.ts';
 import { openDatabase } from '../../src/db/database.ts';
 import { runAds, startServe } from '../helpers/process.ts';
@@ -109,6 +110,43 @@ describe('ads command line', () => {
     assert.equal(runAds(['accounts', 'set-plan', created.account.id, 'enterprise'], env).code, 0);
     assert.equal(runAds(['accounts', 'set-plan', created.account.id, 'gold'], env).code, 2);
     assert.equal(runAds(['accounts', 'set-plan', 'acc_01JD4Z5T8N3QK9W2V7R6M1B0XC', 'free'], env).code, 1);
+  });
+
+  it('backup: a consistent copy of the data directory while a writer holds writes in the WAL', () => {
+    fs.mkdirSync(path.join(dataDir, 'outbox'), { recursive: true });
+    fs.writeFileSync(path.join(dataDir, 'outbox', 'kept.eml'), 'Subject: kept\r\n');
+    // A writer that stays open: its change sits in the write-ahead log, not yet in ads.sqlite.
+    const writer = new BetterSqlite3(path.join(dataDir, 'ads.sqlite'));
+    writer.pragma('wal_autocheckpoint = 0');
+    writer.prepare('UPDATE accounts SET name = ? WHERE id = ?').run('Acme live', created.account.id);
+    const parent = fs.mkdtempSync(path.join(os.tmpdir(), 'ads-backup-'));
+    const dest = path.join(parent, 'b');
+    try {
+      const res = runAds(['backup', dest], env);
+      assert.equal(res.code, 0, res.stderr);
+      assert.match(res.stdout, /database: .*ads\.sqlite \(\d+ pages, one consistent snapshot\)/);
+      assert.equal(fs.readFileSync(path.join(dest, 'outbox', 'kept.eml'), 'utf8'), 'Subject: kept\r\n');
+      assert.ok(!fs.existsSync(path.join(dest, 'ads.sqlite-wal')), 'no live WAL copied beside the snapshot');
+      const copy = new BetterSqlite3(path.join(dest, 'ads.sqlite'), { readonly: true });
+      try {
+        const row = copy.prepare('SELECT name FROM accounts WHERE id = ?').get(created.account.id) as {
+          name: string;
+        };
+        assert.equal(row.name, 'Acme live');
+        assert.equal(copy.pragma('integrity_check', { simple: true }), 'ok');
+      } finally {
+        copy.close();
+      }
+      const again = runAds(['backup', dest], env);
+      assert.equal(again.code, 2);
+      assert.match(again.stderr, /must be a new or empty directory/);
+      const inside = runAds(['backup', path.join(dataDir, 'b')], env);
+      assert.equal(inside.code, 2);
+      assert.match(inside.stderr, /outside ADS_DATA_DIR/);
+    } finally {
+      writer.close();
+      fs.rmSync(parent, { recursive: true, force: true });
+    }
   });
 
   it('stops at start-up on a bad setting with one line naming the variable', () => {
