@@ -20,7 +20,6 @@ export async function loadTls(
   if (fs.existsSync(certFile) && fs.existsSync(keyFile)) {
     return { key: fs.readFileSync(keyFile), cert: fs.readFileSync(certFile), generated: null };
   }
-  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   const notAfterDate = new Date(Date.now() + 825 * 24 * 3600 * 1000);
   const pems = await selfsigned.generate([{ name: 'commonName', value: 'localhost' }], {
     keyType: 'ec',
@@ -40,7 +39,27 @@ export async function loadTls(
       },
     ],
   });
-  // Write key then cert, each atomically, so a crash never leaves a half pair that looks complete.
+  // The pair is written into a directory of its own, which then takes the place of `tls/` in one
+  // rename: a crash never leaves half a pair, and of several processes starting at once on one
+  // data dir exactly one pair wins; the others serve that one, so every instance presents the
+  // certificate on disk (separate writes could leave one process's key beside another's cert).
+  fs.mkdirSync(config.dataDir, { recursive: true });
+  const tmp = fs.mkdtempSync(path.join(config.dataDir, '.tls-'));
+  fs.chmodSync(tmp, 0o700);
+  fs.writeFileSync(path.join(tmp, 'key.pem'), pems.private, { mode: 0o600 });
+  fs.writeFileSync(path.join(tmp, 'cert.pem'), pems.cert, { mode: 0o644 });
+  try {
+    fs.renameSync(tmp, dir);
+    return { key: Buffer.from(pems.private), cert: Buffer.from(pems.cert), generated: certFile };
+  } catch (err) {
+    fs.rmSync(tmp, { recursive: true, force: true });
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw err;
+  }
+  if (fs.existsSync(certFile) && fs.existsSync(keyFile)) {
+    return { key: fs.readFileSync(keyFile), cert: fs.readFileSync(certFile), generated: null };
+  }
+  // `tls/` holds something else (half a pair from an older release): write the pair into it.
   writeAtomic(keyFile, pems.private, 0o600);
   writeAtomic(certFile, pems.cert, 0o644);
   return { key: Buffer.from(pems.private), cert: Buffer.from(pems.cert), generated: certFile };

@@ -1,0 +1,50 @@
+import assert from 'node:assert/strict';
+import { createPrivateKey, X509Certificate } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, describe, it } from 'node:test';
+import type { Config } from '../../src/config.ts';
+import { loadTls } from '../../src/lib/tls.ts';
+
+const matches = (pair: { key: Buffer; cert: Buffer }) =>
+  new X509Certificate(pair.cert).checkPrivateKey(createPrivateKey(pair.key));
+
+describe('generated TLS pair in the data directory', () => {
+  const dirs: string[] = [];
+  const config = () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ads-tls-'));
+    dirs.push(dataDir);
+    return { dataDir } as Config;
+  };
+  after(() => {
+    for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+  });
+
+  it('gives every start at once the one pair that is on disk, and leaves no temporary files', async () => {
+    const c = config();
+    const pairs = await Promise.all(Array.from({ length: 4 }, () => loadTls(c)));
+    const onDisk = fs.readFileSync(path.join(c.dataDir, 'tls', 'cert.pem'));
+    for (const pair of pairs) {
+      assert.ok(pair.cert.equals(onDisk), 'serves the certificate on disk');
+      assert.ok(matches(pair));
+    }
+    assert.equal(pairs.filter((p) => p.generated !== null).length, 1, 'one start made it');
+    assert.ok(matches({ key: fs.readFileSync(path.join(c.dataDir, 'tls', 'key.pem')), cert: onDisk }));
+    assert.deepEqual(fs.readdirSync(c.dataDir), ['tls']);
+    assert.equal(fs.statSync(path.join(c.dataDir, 'tls', 'key.pem')).mode & 0o777, 0o600);
+    const later = await loadTls(c);
+    assert.ok(later.cert.equals(onDisk));
+    assert.equal(later.generated, null);
+  });
+
+  it('completes half a pair an older release left behind', async () => {
+    const c = config();
+    fs.mkdirSync(path.join(c.dataDir, 'tls'));
+    fs.writeFileSync(path.join(c.dataDir, 'tls', 'key.pem'), 'half');
+    const pair = await loadTls(c);
+    assert.ok(matches(pair));
+    assert.ok(pair.cert.equals(fs.readFileSync(path.join(c.dataDir, 'tls', 'cert.pem'))));
+    assert.ok(pair.key.equals(fs.readFileSync(path.join(c.dataDir, 'tls', 'key.pem'))));
+  });
+});
