@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { before, it } from 'node:test';
 import fc from 'fast-check';
+import { isBlank } from '../../src/modules/data/service.ts';
 import {
   describeEachDatabase,
   type Harness,
@@ -81,10 +82,13 @@ const hostileBody = fc.record(
 const safeKey = fc.string({ minLength: 1, maxLength: 64 }).filter((k) => k !== '__proto__');
 /** Bodies that obey every rule of decisions §5: the service must accept all of them. */
 const validFields = {
-  title: fc.string({ minLength: 1, maxLength: 500 }).filter((s) => s.trim() !== ''),
+  title: fc.string({ minLength: 1, maxLength: 500 }).filter((s) => !isBlank(s)),
   type: fc.constantFrom('document', 'note', 'record'),
   content: fc.oneof(fc.string({ maxLength: 200 }), fc.string({ unit: 'grapheme', maxLength: 50 })),
-  tags: fc.array(fc.string({ minLength: 1, maxLength: 64 }), { maxLength: 50 }),
+  tags: fc.array(
+    fc.string({ minLength: 1, maxLength: 64 }).filter((s) => !isBlank(s)),
+    { maxLength: 50 },
+  ),
   metadata: fc.dictionary(safeKey, fc.string({ maxLength: 100 }), { maxKeys: 50, noNullPrototype: true }),
 };
 const validCreate = fc.record(validFields, { requiredKeys: ['title', 'type'] });
