@@ -34,17 +34,52 @@ type Row = Pick<
   'account_id' | 'id' | 'title' | 'title_sort' | 'type' | 'content' | 'tags' | 'metadata' | 'created_at'
 >;
 
+/** Where each refold got to; a row per refold, kept once done so that it never runs again. */
+const PROGRESS = 'search_refold_progress';
+
+/**
+ * `fn` in a transaction of its own. On PostgreSQL the migration already runs in one (with the
+ * migration's record, under its advisory lock). On SQLite Kysely runs migrations outside any
+ * transaction, so each call is one BEGIN IMMEDIATE: its writes commit together with the progress
+ * they record, and a second process migrating at the same time waits for it.
+ */
+async function inTransaction<T>(
+  db: Kysely<unknown>,
+  dialect: Dialect,
+  fn: (trx: Kysely<unknown>) => Promise<T>,
+): Promise<T> {
+  if (db.isTransaction) return fn(db);
+  return db.connection().execute(async (conn) => {
+    await (dialect === 'sqlite' ? sql`BEGIN IMMEDIATE` : sql`BEGIN`).execute(conn);
+    try {
+      const out = await fn(conn);
+      await sql`COMMIT`.execute(conn);
+      return out;
+    } catch (err) {
+      await sql`ROLLBACK`.execute(conn);
+      throw err;
+    }
+  });
+}
+
 /**
  * Rewrites the index entries that `from` and `to` split differently, in (account, id) order,
- * BATCH rows at a time. Returns how many entries it rewrote. Exported for the test, which also
- * runs it backwards to make the entries an older release wrote.
+ * `batch` rows at a time, and returns how many it rewrote. Each batch records where it got to under
+ * `name`, in its own transaction: run again after a crash, it resumes after the last batch that
+ * committed, and once it has finished it does nothing. An entry is never rewritten twice, which
+ * would remove tokens it no longer holds (FTS5 then reports a corrupt index) and count its words
+ * twice. Exported for the test, which also runs it backwards (under another name) to make the
+ * entries an older release wrote, and stops it after `batches` to stand for a crash.
  */
 export async function refold(
   db: Kysely<unknown>,
   dialect: Dialect,
+  name: string,
   from: (s: string) => string,
   to: (s: string) => string,
+  opts: { batch?: number; batches?: number } = {},
 ): Promise<number> {
+  const batch = opts.batch ?? BATCH;
   // A text with a character outside ASCII has more bytes than characters.
   const wide = ['title', 'content', 'tags', 'metadata']
     .map((c) =>
@@ -55,29 +90,51 @@ export async function refold(
     .join(' OR ');
   // Loaded here: the indexer imports database.ts, which imports this file.
   const { replaceIndexEntry } = await import('../../search/search-index.ts');
+  await sql`CREATE TABLE IF NOT EXISTS ${sql.table(PROGRESS)} (
+    name text PRIMARY KEY, last_account text, last_id text, done integer NOT NULL DEFAULT 0)`.execute(db);
+  await sql`INSERT INTO ${sql.table(PROGRESS)} (name) VALUES (${name}) ON CONFLICT (name) DO NOTHING`.execute(
+    db,
+  );
   let rewritten = 0;
-  let last: Row | undefined;
-  for (;;) {
-    const after = last ? sql`AND (account_id, id) > (${last.account_id}, ${last.id})` : sql``;
-    const { rows } = await sql<Row>`
-      SELECT account_id, id, title, title_sort, type, content, tags, metadata, created_at
-      FROM data_objects WHERE (${sql.raw(wide)}) ${after}
-      ORDER BY account_id, id LIMIT ${BATCH}`.execute(db);
-    // One batch: the vocabulary changes of its rows are summed and applied once per account.
-    await asBatch(db as unknown as Db, async () => {
-      for (const row of rows) {
-        const old = buildIndexDocument(row, from);
-        const next = buildIndexDocument(row, to);
-        if (JSON.stringify(old.fields) === JSON.stringify(next.fields)) continue;
-        await replaceIndexEntry(db as unknown as Db, dialect, old, row, next);
-        rewritten++;
-      }
+  for (let n = 0; opts.batches === undefined || n < opts.batches; n++) {
+    const finished = await inTransaction(db, dialect, async (trx) => {
+      const { rows: progress } = await sql<{
+        last_account: string | null;
+        last_id: string | null;
+        done: number;
+      }>`
+        SELECT last_account, last_id, done FROM ${sql.table(PROGRESS)} WHERE name = ${name}`.execute(trx);
+      const at = progress[0];
+      if (!at || Number(at.done) === 1) return true;
+      const after =
+        at.last_account === null ? sql`` : sql`AND (account_id, id) > (${at.last_account}, ${at.last_id})`;
+      const { rows } = await sql<Row>`
+        SELECT account_id, id, title, title_sort, type, content, tags, metadata, created_at
+        FROM data_objects WHERE (${sql.raw(wide)}) ${after}
+        ORDER BY account_id, id LIMIT ${batch}`.execute(trx);
+      // One batch: the vocabulary changes of its rows are summed and applied once per account.
+      await asBatch(trx as unknown as Db, async () => {
+        for (const row of rows) {
+          const old = buildIndexDocument(row, from);
+          const next = buildIndexDocument(row, to);
+          if (JSON.stringify(old.fields) === JSON.stringify(next.fields)) continue;
+          await replaceIndexEntry(trx as unknown as Db, dialect, old, row, next);
+          rewritten++;
+        }
+      });
+      const last = rows.at(-1);
+      const done = rows.length < batch;
+      await sql`UPDATE ${sql.table(PROGRESS)}
+        SET last_account = ${last?.account_id ?? at.last_account}, last_id = ${last?.id ?? at.last_id},
+          done = ${done ? 1 : 0}
+        WHERE name = ${name}`.execute(trx);
+      return done;
     });
-    if (rows.length < BATCH) return rewritten;
-    last = rows[rows.length - 1];
+    if (finished) break;
   }
+  return rewritten;
 }
 
 export async function up(db: Kysely<unknown>, dialect: Dialect): Promise<void> {
-  await refold(db, dialect, foldBefore0015, foldText);
+  await refold(db, dialect, '0015-symbol-words', foldBefore0015, foldText);
 }
