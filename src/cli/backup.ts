@@ -51,7 +51,9 @@ export async function backupCommand(config: Readonly<Config>, argv: string[]): P
     fs.mkdirSync(path.dirname(target), { recursive: true });
     const raw = new BetterSqlite3(database, { readonly: true, fileMustExist: true });
     try {
-      const { totalPages } = await raw.backup(target);
+      // In one step: a backup in steps starts over whenever the service writes in between, so on a
+      // busy service it might never finish. One step holds a read snapshot while it copies.
+      const { totalPages } = await raw.backup(target, { progress: () => 2 ** 30 });
       out(`database: ${target} (${totalPages} pages, one consistent snapshot)`);
     } finally {
       raw.close();

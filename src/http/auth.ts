@@ -1,3 +1,4 @@
+import { isIPv6 } from 'node:net';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { findKeyForAuth, findKeyForAuthById, type KeyForAuth } from '../modules/api-keys/repo.ts';
@@ -20,8 +21,10 @@ function bearer(request: FastifyRequest): string | null {
  * counts as its IPv4 address.
  */
 export function failureKey(ip: string): string {
-  if (!ip.includes(':')) return ip;
+  if (typeof ip !== 'string' || !ip.includes(':')) return String(ip);
   const address = ip.split('%')[0]!.toLowerCase();
+  // Anything else a proxy may have written (a port, brackets) is counted as it is.
+  if (!isIPv6(address)) return ip;
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(address);
   if (mapped) return mapped[1]!;
   const [head = '', tail] = address.split('::');

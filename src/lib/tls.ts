@@ -43,7 +43,7 @@ export async function loadTls(
   // rename: a crash never leaves half a pair, and of several processes starting at once on one
   // data dir exactly one pair wins; the others serve that one, so every instance presents the
   // certificate on disk (separate writes could leave one process's key beside another's cert).
-  fs.mkdirSync(config.dataDir, { recursive: true });
+  fs.mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const tmp = fs.mkdtempSync(path.join(config.dataDir, '.tls-'));
   fs.chmodSync(tmp, 0o700);
   fs.writeFileSync(path.join(tmp, 'key.pem'), pems.private, { mode: 0o600 });

@@ -274,6 +274,8 @@ describeEachDatabase(
       assert.equal(failureKey('::1'), '0:0:0:0::/64');
       assert.equal(failureKey('fe80::1%lo0'), 'fe80:0:0:0::/64');
       assert.equal(failureKey('64:ff9b::192.0.2.1'), '64:ff9b:0:0::/64');
+      // Not an IPv6 address (a proxy wrote a port): counted as written, never 'NaN:…' for all.
+      assert.equal(failureKey('[2001:db8::1]:443'), '[2001:db8::1]:443');
     });
 
     it('does not count a valid key lacking a scope as a failed authentication', async () => {

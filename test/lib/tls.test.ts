@@ -38,6 +38,13 @@ describe('generated TLS pair in the data directory', () => {
     assert.equal(later.generated, null);
   });
 
+  it('creates a missing data directory readable by its owner only', async () => {
+    const parent = config().dataDir;
+    const c = { dataDir: path.join(parent, 'new') } as Config;
+    assert.ok(matches(await loadTls(c)));
+    assert.equal(fs.statSync(c.dataDir).mode & 0o777, 0o700);
+  });
+
   it('completes half a pair an older release left behind', async () => {
     const c = config();
     fs.mkdirSync(path.join(c.dataDir, 'tls'));

@@ -404,3 +404,21 @@ describeEachDatabase('invitations: concurrent re-sends and accepts, withdrawn ma
     assert.equal(json.body.error.code, 'invalid_request');
   });
 });
+
+describeEachDatabase(
+  'invitation page behind a proxy',
+  (h) => {
+    it('says that HTTPS is required, rather than blaming the link', async () => {
+      const page = await h.app.inject({
+        method: 'GET',
+        url: '/v1/invitations/accept?token=abc',
+        headers: { 'x-forwarded-proto': 'http' },
+      });
+      assert.equal(page.statusCode, 403);
+      assert.match(String(page.headers['content-type']), /^text\/html/);
+      assert.match(page.body, /HTTPS/);
+      assert.doesNotMatch(page.body, /link is not valid/);
+    });
+  },
+  { env: { ADS_TRUST_PROXY: 'true' } },
+);

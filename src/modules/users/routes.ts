@@ -133,13 +133,19 @@ const fromPage = (request: FastifyRequest) =>
 function pageErrors(err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   const appErr = toAppError(err);
   if (!fromPage(request) || !appErr || appErr.status >= 500) throw err;
+  // The link or form is what is wrong for these; anything else (HTTPS required, too many requests)
+  // says what it is, with its headers (Retry-After).
   const message =
-    appErr.status === 413
+    appErr.code === 'payload_too_large'
       ? 'The form sent more than this page ever does.'
-      : 'This invitation link is not valid. Open the link from your invitation email again.';
+      : appErr.code === 'invalid_request' ||
+          appErr.code === 'invalid_json' ||
+          appErr.code === 'invalid_content_type'
+        ? 'This invitation link is not valid. Open the link from your invitation email again.'
+        : appErr.message;
   return reply
     .code(appErr.status)
-    .headers(PAGE_HEADERS)
+    .headers({ ...appErr.headers, ...PAGE_HEADERS })
     .header('x-request-id', request.id)
     .send(refusedPage(message));
 }
