@@ -3,6 +3,7 @@ import dns from 'node:dns';
 import net from 'node:net';
 import tls from 'node:tls';
 import { Agent, buildConnector } from 'undici';
+import { v4ToInt, v6ToHextets } from '../lib/ip.ts';
 
 /** Longest webhook URL accepted at registration (decisions §7). */
 export const MAX_WEBHOOK_URL_LENGTH = 2048;
@@ -37,35 +38,8 @@ const V4_FORBIDDEN: ReadonlyArray<readonly [number, number]> = (
   ] as const
 ).map(([base, prefix]) => [v4ToInt(base), prefix] as const);
 
-function v4ToInt(ip: string): number {
-  const [a = 0, b = 0, c = 0, d = 0] = ip.split('.').map(Number);
-  return ((a << 24) | (b << 16) | (c << 8) | d) >>> 0;
-}
-
 function isForbiddenV4(n: number): boolean {
   return V4_FORBIDDEN.some(([base, prefix]) => (n ^ base) >>> (32 - prefix) === 0);
-}
-
-// Expects an address that net.isIPv6 accepted (zone already removed); returns 8 hextets.
-function v6ToHextets(ip: string): number[] {
-  const toGroups = (part: string): number[] => {
-    if (part === '') return [];
-    const groups: number[] = [];
-    for (const piece of part.split(':')) {
-      if (piece.includes('.')) {
-        const n = v4ToInt(piece);
-        groups.push(n >>> 16, n & 0xffff);
-      } else {
-        groups.push(Number.parseInt(piece, 16));
-      }
-    }
-    return groups;
-  };
-  const gap = ip.indexOf('::');
-  if (gap === -1) return toGroups(ip);
-  const head = toGroups(ip.slice(0, gap));
-  const tail = toGroups(ip.slice(gap + 2));
-  return [...head, ...new Array<number>(8 - head.length - tail.length).fill(0), ...tail];
 }
 
 function isForbiddenV6(h: number[]): boolean {

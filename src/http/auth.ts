@@ -1,6 +1,7 @@
 import { isIPv6 } from 'node:net';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { v6ToHextets } from '../lib/ip.ts';
 import { findKeyForAuth, findKeyForAuthById, type KeyForAuth } from '../modules/api-keys/repo.ts';
 import { effectiveScopes, parseScopes } from '../modules/api-keys/scopes.ts';
 import { hashSecret, looksLikeApiKey } from '../modules/api-keys/tokens.ts';
@@ -25,19 +26,15 @@ export function failureKey(ip: string): string {
   const address = ip.split('%')[0]!.toLowerCase();
   // Anything else a proxy may have written (a port, brackets) is counted as it is.
   if (!isIPv6(address)) return ip;
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(address);
-  if (mapped) return mapped[1]!;
-  const [head = '', tail] = address.split('::');
-  const groups = (part: string) => (part === '' ? [] : part.split(':'));
-  const before = groups(head);
-  const after = tail === undefined ? [] : groups(tail);
-  // A dotted IPv4 tail stands for the last two groups.
-  const width = (list: string[]) => list.length + (list.at(-1)?.includes('.') ? 1 : 0);
-  const zeros = Array<string>(Math.max(0, 8 - width(before) - width(after))).fill('0');
-  const prefix = [...before, ...zeros, ...after]
+  const h = v6ToHextets(address);
+  if (h.slice(0, 5).every((x) => x === 0) && h[5] === 0xffff) {
+    const [high, low] = [h[6]!, h[7]!];
+    return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
+  }
+  return `${h
     .slice(0, 4)
-    .map((g) => (g.includes('.') ? g : parseInt(g, 16).toString(16)));
-  return `${prefix.join(':')}::/64`;
+    .map((x) => x.toString(16))
+    .join(':')}::/64`;
 }
 
 /** Bound of each in-memory map below (tokens already identified, addresses with failures). */
