@@ -99,8 +99,10 @@ export async function deliveriesOf(h: Harness, key: string, webhookId: string): 
 }
 
 /** Per-path answers for a shared receiver: each path gets its own handler, told the attempt number. */
-export function routeByPath(rx: HttpsReceiver): (p: string, answer: (n: number) => ReceiverResponse) => void {
-  const routes = new Map<string, (n: number) => ReceiverResponse>();
+type Answer = (n: number) => ReceiverResponse | Promise<ReceiverResponse>;
+
+export function routeByPath(rx: HttpsReceiver): (p: string, answer: Answer) => void {
+  const routes = new Map<string, Answer>();
   rx.setHandler((req) => {
     const answer = routes.get(req.url);
     return answer ? answer(requestsTo(rx, req.url).length) : { status: 200 };
