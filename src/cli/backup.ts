@@ -29,18 +29,7 @@ export async function backupCommand(config: Readonly<Config>, argv: string[]): P
   fs.mkdirSync(dest, { recursive: true, mode: 0o700 });
   const out = (line: string) => process.stdout.write(`${line}\n`);
 
-  let files = 0;
-  if (fs.existsSync(source)) {
-    fs.cpSync(source, dest, {
-      recursive: true,
-      preserveTimestamps: true,
-      filter: (from) => {
-        if (live.has(path.resolve(from))) return false;
-        if (fs.statSync(from).isFile()) files++;
-        return true;
-      },
-    });
-  }
+  const files = fs.existsSync(source) ? copyTree(source, dest, live) : 0;
   out(`files: ${files} copied from ${source}`);
 
   if (database) {
@@ -65,4 +54,48 @@ export async function backupCommand(config: Readonly<Config>, argv: string[]): P
     out('secret key: set by ADS_SECRET_KEY, so not in the backup; the backup cannot be read without it');
   }
   return 0;
+}
+
+/**
+ * Copies the directory `from` into `to` (which exists), leaving out `skip` (absolute paths) and the
+ * temporary directories of a TLS pair being written (`.tls-*`, which hold a private key and are
+ * removed or renamed a moment later). A file that vanishes between the listing and its copy (a mail
+ * outbox temporary the service just renamed) is left out instead of failing the backup, as it would
+ * have been had the listing come a moment later. Returns how many files were copied.
+ */
+function copyTree(from: string, to: string, skip: ReadonlySet<string>): number {
+  let files = 0;
+  let entries: fs.Dirent[];
+  try {
+    entries = fs.readdirSync(from, { withFileTypes: true });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+    throw err;
+  }
+  for (const entry of entries) {
+    const src = path.join(from, entry.name);
+    const dst = path.join(to, entry.name);
+    if (skip.has(path.resolve(src))) continue;
+    try {
+      if (entry.isDirectory()) {
+        if (entry.name.startsWith('.tls-')) continue;
+        fs.mkdirSync(dst, { mode: fs.statSync(src).mode & 0o777 });
+        files += copyTree(src, dst, skip);
+        const { atime, mtime } = fs.statSync(src);
+        fs.utimesSync(dst, atime, mtime);
+      } else if (entry.isSymbolicLink()) {
+        fs.symlinkSync(fs.readlinkSync(src), dst);
+      } else if (entry.isFile()) {
+        fs.copyFileSync(src, dst);
+        const { atime, mtime } = fs.statSync(src);
+        fs.utimesSync(dst, atime, mtime);
+        files++;
+      }
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      // Gone mid-copy: leave out what was begun of it.
+      fs.rmSync(dst, { recursive: true, force: true });
+    }
+  }
+  return files;
 }

@@ -17,6 +17,7 @@ export async function loadTls(
   const dir = path.join(config.dataDir, 'tls');
   const certFile = path.join(dir, 'cert.pem');
   const keyFile = path.join(dir, 'key.pem');
+  removeStaleTemporaries(config.dataDir);
   if (fs.existsSync(certFile) && fs.existsSync(keyFile)) {
     return { key: fs.readFileSync(keyFile), cert: fs.readFileSync(certFile), generated: null };
   }
@@ -63,6 +64,33 @@ export async function loadTls(
   writeAtomic(keyFile, pems.private, 0o600);
   writeAtomic(certFile, pems.cert, 0o644);
   return { key: Buffer.from(pems.private), cert: Buffer.from(pems.cert), generated: certFile };
+}
+
+/** A pair is written in well under a second; a `.tls-*` directory this old was left by a crash. */
+export const STALE_TEMPORARY_MS = 10 * 60 * 1000;
+
+/**
+ * Removes the `.tls-*` directories that a process killed while writing its pair left behind: each
+ * holds a private key nobody uses, which would otherwise stay in the data dir (and its backups).
+ * Only old ones: a younger one may be another process's pair on its way to becoming `tls/`.
+ */
+function removeStaleTemporaries(dataDir: string): void {
+  let names: string[];
+  try {
+    names = fs.readdirSync(dataDir);
+  } catch {
+    return;
+  }
+  const cutoff = Date.now() - STALE_TEMPORARY_MS;
+  for (const name of names) {
+    if (!name.startsWith('.tls-')) continue;
+    const dir = path.join(dataDir, name);
+    try {
+      if (fs.statSync(dir).mtimeMs < cutoff) fs.rmSync(dir, { recursive: true, force: true });
+    } catch {
+      // Renamed or removed by its owner meanwhile.
+    }
+  }
 }
 
 function writeAtomic(file: string, content: string, mode: number) {

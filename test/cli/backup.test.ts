@@ -51,3 +51,52 @@ describe('ads backup against a database written to all the time', () => {
     }
   });
 });
+
+// The data directory changes while it is copied: the file mailer writes and renames its outbox
+// files, and a start that crashed while writing its TLS pair left a `.tls-*` directory.
+describe('ads backup of a data directory that changes during the copy', () => {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ads-backup-churn-'));
+  const outbox = path.join(dataDir, 'outbox');
+  const dest = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ads-backup-out-')), 'b');
+  let churn: ReturnType<typeof spawn>;
+  before(async () => {
+    fs.mkdirSync(outbox);
+    fs.mkdirSync(path.join(dataDir, '.tls-crashed'));
+    fs.writeFileSync(path.join(dataDir, '.tls-crashed', 'key.pem'), 'a private key');
+    fs.writeFileSync(path.join(outbox, 'kept.eml'), 'Subject: kept\r\n');
+    const db = new BetterSqlite3(path.join(dataDir, 'ads.sqlite'));
+    db.exec('CREATE TABLE t (x)');
+    db.close();
+    // Another process keeps writing files and removing them, hundreds at a time, so the copy lists
+    // files that are gone when it reaches them.
+    const script = `const fs = require('node:fs'); const path = require('node:path');
+      const dir = ${JSON.stringify(outbox)}; let n = 0; process.stdout.write('ready\\n');
+      for (;;) { const names = [];
+        for (let i = 0; i < 300; i++) { const f = path.join(dir, 'tmp-' + (n++) + '.eml');
+          fs.writeFileSync(f, 'x'.repeat(2000)); names.push(f); }
+        for (const f of names) fs.rmSync(f); }`;
+    churn = spawn(process.execPath, ['-e', script]);
+    await new Promise<void>((resolve, reject) => {
+      churn.stdout?.once('data', () => resolve());
+      churn.once('exit', (code) => reject(new Error(`churn exited ${code}`)));
+    });
+  });
+  after(() => {
+    churn.kill();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    fs.rmSync(path.dirname(dest), { recursive: true, force: true });
+  });
+
+  it('skips files that vanish mid-copy and leaves out stale TLS temporaries', () => {
+    for (let run = 0; run < 3; run++) {
+      const to = `${dest}-${run}`;
+      const res = runAds(['backup', to], { ADS_DATA_DIR: dataDir });
+      assert.equal(res.code, 0, res.stderr);
+      assert.equal(fs.readFileSync(path.join(to, 'outbox', 'kept.eml'), 'utf8'), 'Subject: kept\r\n');
+      assert.ok(!fs.existsSync(path.join(to, '.tls-crashed')), 'no stray private key in the backup');
+      for (const name of fs.readdirSync(path.join(to, 'outbox'))) {
+        assert.ok(fs.statSync(path.join(to, 'outbox', name)).isFile());
+      }
+    }
+  });
+});

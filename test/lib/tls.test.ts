@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import type { Config } from '../../src/config.ts';
-import { loadTls } from '../../src/lib/tls.ts';
+import { loadTls, STALE_TEMPORARY_MS } from '../../src/lib/tls.ts';
 
 const matches = (pair: { key: Buffer; cert: Buffer }) =>
   new X509Certificate(pair.cert).checkPrivateKey(createPrivateKey(pair.key));
@@ -53,5 +53,24 @@ describe('generated TLS pair in the data directory', () => {
     assert.ok(matches(pair));
     assert.ok(pair.cert.equals(fs.readFileSync(path.join(c.dataDir, 'tls', 'cert.pem'))));
     assert.ok(pair.key.equals(fs.readFileSync(path.join(c.dataDir, 'tls', 'key.pem'))));
+  });
+
+  it('removes the temporary pair directories a crash left, but not one another start is writing', async () => {
+    const c = config();
+    const stale = path.join(c.dataDir, '.tls-crashed');
+    const young = path.join(c.dataDir, '.tls-writing');
+    for (const d of [stale, young]) {
+      fs.mkdirSync(d);
+      fs.writeFileSync(path.join(d, 'key.pem'), 'a private key');
+    }
+    const old = new Date(Date.now() - STALE_TEMPORARY_MS - 60_000);
+    fs.utimesSync(stale, old, old);
+    assert.ok(matches(await loadTls(c)));
+    assert.deepEqual(fs.readdirSync(c.dataDir).sort(), ['.tls-writing', 'tls']);
+    // Also when the pair is already there (the crashed start was not the one that wrote it).
+    fs.mkdirSync(stale);
+    fs.utimesSync(stale, old, old);
+    assert.equal((await loadTls(c)).generated, null);
+    assert.ok(!fs.existsSync(stale));
   });
 });
