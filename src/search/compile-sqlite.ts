@@ -27,13 +27,14 @@ function weights(pick: (column: string) => number): string {
   return FTS_COLUMNS.map((c) => pick(c).toFixed(1)).join(', ');
 }
 const BASE = (c: string) => c.replace(/_x$/, '');
-export const RANK_WEIGHTS = weights((c) => {
-  const field = BASE(c);
+/** The relevance weight of a field's columns: title > tags > content > metadata. */
+export function fieldWeight(field: string): number {
   if (field === 'title') return 10;
   if (field === 'tags') return 5;
   if (field === 'content') return 1;
   return 0.5;
-});
+}
+export const RANK_WEIGHTS = weights((c) => fieldWeight(BASE(c)));
 /** Weights under which bm25 is non-zero exactly when a matched term is in the title (or the tags). */
 export const TITLE_WEIGHTS = weights((c) => (BASE(c) === 'title' ? 1 : 0));
 export const TAGS_WEIGHTS = weights((c) => (BASE(c) === 'tags' ? 1 : 0));

@@ -7,6 +7,7 @@ import {
   compileMatch,
   DOCS_PER_ACCOUNT,
   FTS_COLUMNS,
+  fieldWeight,
   filterMatch,
   ftsRow,
   MAX_ACCOUNT_SEQ,
@@ -16,6 +17,8 @@ import {
   tierMatch,
 } from './compile-sqlite.ts';
 import {
+  buildIndexDocument,
+  cachedStemmer,
   distinctWords,
   type IndexDocument,
   type IndexedRow,
@@ -23,6 +26,8 @@ import {
   vocabularyJson,
 } from './document.ts';
 import { MAX_SCAN_CHARS } from './excerpt.ts';
+import { phraseBm25, phraseCounts, phraseIdf, readVarints } from './phrase-rank.ts';
+import type { Leaf } from './plan.ts';
 import type { ResultRow, SearchHit, SearchPage, SearchQuery } from './search-index.ts';
 import { patternParts } from './text.ts';
 
@@ -288,6 +293,10 @@ async function searchByRelevance(
   fts: RawBuilder<unknown>,
   range: [number, number],
 ): Promise<SearchPage> {
+  if (q.plan.kind === 'stems' && q.plan.stems.length > 1) {
+    const page = await phrasePage(db, q, q.plan, range);
+    if (page !== null) return page;
+  }
   const order = q.order === 'desc' ? sql`score DESC, r.doc ASC` : sql`score ASC, r.doc DESC`;
   const tiers = q.order === 'desc' ? tierMatch(q.plan) : null;
   let total: number | undefined;
@@ -324,6 +333,87 @@ async function searchByRelevance(
   });
   if (total !== undefined) return { hits, total };
   return withTotal(q, hits, () => countMatches(db, fts));
+}
+
+/**
+ * A query that is one phrase, with up to `matches` matches, is ranked in the service
+ * (phrase-rank.ts) instead of by FTS5's bm25, whose count of the phrase over the whole table costs
+ * as much again as the match; with more, or more than `bytes` of their content to
+ * read, bm25 ranks as for any other query. (Mutable for tests, which compare both ways.)
+ */
+export const phraseRankLimits = { matches: 100, bytes: 512 * 1024 };
+
+/**
+ * The page of a query that is one phrase (`leaf`), ranked in the service: the same order, tiers and
+ * total as the bm25 statement (phrase-rank.ts), or null when the phrase has too many matches (or
+ * too much content) for that and bm25 should rank it.
+ */
+async function phrasePage(
+  db: Db,
+  q: SearchQuery,
+  leaf: Leaf & { kind: 'stems' },
+  range: [number, number],
+): Promise<SearchPage | null> {
+  const { rows: matches } = await sql<{ doc: number }>`
+    SELECT rowid AS doc FROM search_fts WHERE search_fts MATCH ${compileMatch(leaf)}
+    AND rowid BETWEEN ${range[0]} AND ${range[1]} LIMIT ${phraseRankLimits.matches + 1}`.execute(db);
+  if (matches.length > phraseRankLimits.matches) return null;
+  if (matches.length === 0) return { hits: [], total: 0 };
+  // Each match's text as it was indexed (only when all of it is small enough to read here) and its
+  // token count as FTS5 keeps it; the table's row count and token total as bm25 reads them.
+  const { rows } = await sql<
+    ResultRow & { doc: number; id: string; tags: string; metadata: string; sz: Uint8Array; fits: number }
+  >`
+    SELECT s.doc, s.id, d.title, d.type, d.created_at, d.content, d.tags, d.metadata, z.sz,
+      sum(octet_length(d.content)) OVER () <= ${phraseRankLimits.bytes} AS fits
+    FROM search_documents s
+    CROSS JOIN data_objects d ON d.account_id = s.account_id AND d.id = s.id
+    CROSS JOIN search_fts_docsize z ON z.id = s.doc
+    WHERE s.doc IN (${sql.join(matches.map((m) => m.doc))}) AND +s.account_id = ${q.accountId}`.execute(db);
+  if (rows.some((r) => !r.fits)) return null;
+  const { rows: totals } = await sql<{ block: Uint8Array }>`
+    SELECT block FROM search_fts_data WHERE id = 1`.execute(db);
+  const [tableRows = 0, ...columnTotals] = totals[0] ? readVarints(totals[0].block) : [];
+  if (tableRows === 0) return null;
+  const avgTokens = columnTotals.reduce((a, b) => a + b, 0) / tableRows;
+  // The phrase's IDF counts the caller's matches, not the whole table's: for one phrase it scales
+  // every row's value alike, so the order is bm25's.
+  const idf = phraseIdf(tableRows, matches.length);
+  const stem = cachedStemmer();
+  const ranked = rows.map((r) => {
+    const counts = phraseCounts(
+      buildIndexDocument({ ...r, account_id: q.accountId }),
+      leaf.fields,
+      leaf.stems,
+      stem,
+    );
+    const tokens = readVarints(r.sz).reduce((a, b) => a + b, 0);
+    const b = phraseBm25(counts, fieldWeight, tokens, avgTokens, idf);
+    // As SCORE computes it in SQL.
+    const tier = (counts.has('title') ? 4 : 0) + (counts.has('tags') ? 2 : 0);
+    return { r, score: (tier + 1.0 - 5.0 / (10.0 - b)) / 7.0 };
+  });
+  const sign = q.order === 'desc' ? 1 : -1;
+  ranked.sort((x, y) => sign * (y.score - x.score || x.r.doc - y.r.doc));
+  const hits = ranked.slice(q.offset, q.offset + q.limit).map(({ r, score }) => ({
+    id: r.id,
+    score,
+    row: {
+      title: r.title,
+      type: r.type,
+      created_at: r.created_at,
+      content: firstChars(r.content, MAX_SCAN_CHARS),
+    },
+  }));
+  return { hits, total: rows.length };
+}
+
+/** The first `n` characters (code points, as SQLite's substr counts them) of `s`. */
+function firstChars(s: string, n: number): string {
+  if (s.length <= n) return s;
+  let units = 0;
+  for (let i = 0; i < n && units < s.length; i++) units += s.codePointAt(units)! > 0xffff ? 2 : 1;
+  return s.slice(0, units);
 }
 
 /** How many FTS5 rows satisfy `where` (a MATCH and its rowid range). */

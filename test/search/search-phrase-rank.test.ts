@@ -1,0 +1,184 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { phraseRankLimits } from '../../src/search/index-sqlite.ts';
+import { createHarness, describeEachDatabase, type Harness, type TestAccount } from '../helpers/harness.ts';
+import { search } from './corpus.ts';
+
+// A query that is one phrase with few matches is ranked in the service on SQLite (phrase-rank.ts),
+// not by FTS5's bm25, whose count of the phrase over the whole table doubled the work. These
+// objects hold phrases in every field, several times, across tag boundaries and beside words the
+// index leaves out, in objects of many lengths, in two accounts.
+
+const WORDS = ['alpha', 'beta', 'gamma', 'delta', 'report', 'reports', 'Reporting', 'café', 'x'];
+
+/** A small deterministic generator (mulberry32). */
+function prng(seed: number) {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function objects(seed: number, n: number) {
+  const rnd = prng(seed);
+  const pick = () => WORDS[Math.floor(rnd() * WORDS.length)]!;
+  const words = (k: number) => Array.from({ length: k }, pick).join(' ');
+  return Array.from({ length: n }, (_, i) => {
+    const metadata: Record<string, string> = {};
+    if (rnd() < 0.4) metadata.author = words(2);
+    if (rnd() < 0.3) metadata.description = words(4);
+    const filler = rnd() < 0.3 ? ` ${'y'.repeat(130)} ™ ` : ' ';
+    return {
+      title: `${words(1 + Math.floor(rnd() * 5))} ${i}`,
+      type: 'note',
+      content: `${words(Math.floor(rnd() * 60))}${filler}${words(Math.floor(rnd() * (i % 7 === 0 ? 400 : 40)))}`,
+      tags: Array.from({ length: Math.floor(rnd() * 4) }, () => words(1 + Math.floor(rnd() * 2))),
+      metadata,
+    };
+  });
+}
+
+const QUERIES = [
+  '"alpha beta"',
+  '"beta alpha"',
+  '"report gamma"',
+  '"alpha alpha"',
+  '"gamma delta alpha"',
+  '"cafe x"',
+  '"x y"',
+  'title:"alpha beta"',
+  'tag:"beta gamma"',
+  'content:"delta report"',
+  'author:"gamma alpha"',
+  'description:"alpha delta"',
+];
+
+interface Result {
+  id: string;
+  score: number;
+}
+
+async function all(h: Harness, key: string, q: string, order: 'asc' | 'desc'): Promise<Result[]> {
+  const res = await search(h, key, { q, order, limit: 100 });
+  assert.equal(res.status, 200, res.raw);
+  assert.equal(res.body.data.total, res.body.data.results.length, q);
+  return res.body.data.results.map((r: Result) => ({ id: r.id, score: r.score }));
+}
+
+describeEachDatabase('GET /search: a one-phrase query', (h) => {
+  let acc: TestAccount;
+  before(async () => {
+    acc = await h.account('enterprise');
+    for (const body of objects(7, 60)) {
+      const res = await h.request('POST', '/v1/data', { key: acc.adminKey, body });
+      assert.equal(res.status, 201, res.raw);
+    }
+  });
+
+  it('orders by field tier, pages without overlap, and reverses with order=asc', async () => {
+    for (const q of QUERIES) {
+      const desc = await all(h, acc.adminKey, q, 'desc');
+      const tiers = desc.map((r) => Math.floor(r.score * 7));
+      assert.deepEqual(
+        tiers,
+        [...tiers].sort((a, b) => b - a),
+        `${q}: title, then tags, then the rest`,
+      );
+      for (let i = 1; i < desc.length; i++) assert.ok(desc[i]!.score <= desc[i - 1]!.score, q);
+      const asc = await all(h, acc.adminKey, q, 'asc');
+      assert.deepEqual(
+        asc.map((r) => r.id),
+        desc.map((r) => r.id).reverse(),
+        q,
+      );
+      const paged: string[] = [];
+      for (let page = 1; page <= Math.ceil(desc.length / 7) + 1; page++) {
+        const res = await search(h, acc.adminKey, { q, limit: 7, page });
+        assert.equal(res.status, 200);
+        assert.equal(res.body.data.total, desc.length, q);
+        paged.push(...res.body.data.results.map((r: Result) => r.id));
+      }
+      assert.deepEqual(
+        paged,
+        desc.map((r) => r.id),
+        `${q}: pages`,
+      );
+    }
+  });
+});
+
+describe('SQLite: a one-phrase query ranked in the service orders as bm25 does', () => {
+  const h = createHarness('sqlite');
+  let acc: TestAccount;
+  let other: TestAccount;
+  before(async () => {
+    await h.setup();
+    acc = await h.account('enterprise');
+    other = await h.account('enterprise');
+    // The other account's objects hold the same phrases: bm25 counts them, the service does not.
+    for (const [a, body] of [
+      ...objects(11, 70).map((b) => [acc, b] as const),
+      ...objects(12, 50).map((b) => [other, b] as const),
+    ]) {
+      const res = await h.request('POST', '/v1/data', { key: a.adminKey, body });
+      assert.equal(res.status, 201, res.raw);
+    }
+  });
+  after(async () => {
+    phraseRankLimits.matches = 100;
+    await h.teardown();
+  });
+
+  /** The bm25 value back from a score: score·7 = tier + 1 - 5 / (10 + s). */
+  const bm25Of = (score: number) => {
+    const x = score * 7 - Math.floor(score * 7) - 1;
+    return -5 / x - 10;
+  };
+
+  it('gives the same results, order, tiers and totals, with bm25 values in one ratio', async () => {
+    let differing = 0;
+    let compared = 0;
+    for (const q of QUERIES) {
+      for (const order of ['desc', 'asc'] as const) {
+        phraseRankLimits.matches = 100;
+        const service = await all(h, acc.adminKey, q, order);
+        phraseRankLimits.matches = 0;
+        const fts = await all(h, acc.adminKey, q, order);
+        assert.deepEqual(
+          service.map((r) => r.id),
+          fts.map((r) => r.id),
+          `${q} ${order}`,
+        );
+        assert.deepEqual(
+          service.map((r) => Math.floor(r.score * 7)),
+          fts.map((r) => Math.floor(r.score * 7)),
+          `${q} ${order}: tiers`,
+        );
+        if (service.length === 0) continue;
+        // The phrase's IDF differs (the caller's matches against the whole table's); the rest of
+        // bm25 (weighted counts, lengths, the table's average length) is the same for every row.
+        const ratio = bm25Of(service[0]!.score) / bm25Of(fts[0]!.score);
+        for (let i = 0; i < service.length; i++) {
+          const r = bm25Of(service[i]!.score) / bm25Of(fts[i]!.score);
+          assert.ok(Math.abs(r / ratio - 1) < 1e-6, `${q} ${order} row ${i}: ratio ${r} against ${ratio}`);
+          compared++;
+        }
+        if (service.some((r, i) => r.score !== fts[i]!.score)) differing++;
+      }
+    }
+    assert.ok(compared > 200, `compared ${compared} results`);
+    assert.ok(differing > 0, 'the service ranked at least some queries itself');
+  });
+
+  it('leaves phrases with more matches than the limit to bm25, with the same answer', async () => {
+    phraseRankLimits.matches = 3;
+    const few = await all(h, acc.adminKey, '"alpha beta"', 'desc');
+    phraseRankLimits.matches = 0;
+    const fts = await all(h, acc.adminKey, '"alpha beta"', 'desc');
+    assert.ok(few.length > 3);
+    assert.deepEqual(few, fts);
+  });
+});
