@@ -16,6 +16,7 @@ import * as m0012 from './migrations/0012-title-sort.ts';
 import * as m0013 from './migrations/0013-idempotency-claims.ts';
 import * as m0014 from './migrations/0014-title-collation.ts';
 import * as m0015 from './migrations/0015-symbol-words.ts';
+import * as m0016 from './migrations/0016-stroked-letters.ts';
 import { HOT_STATEMENT, openPostgres } from './postgres.ts';
 import { openSqlite } from './sqlite.ts';
 import type { DB, Db, Dialect } from './types.ts';
@@ -72,6 +73,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0013-idempotency-claims': m0013,
   '0014-title-collation': m0014,
   '0015-symbol-words': m0015,
+  '0016-stroked-letters': m0016,
 };
 
 class StaticProvider implements MigrationProvider {

@@ -17,7 +17,31 @@ const NON_WORD = /[^\p{L}\p{N}]+/u;
 const NON_WORD_OR_STAR = /[^\p{L}\p{N}*]+/u;
 const STAR_RUN = /\*{2,}/g;
 
-/** Case- and accent-insensitive form of `s`: NFKD, combining marks removed, lower case. */
+/**
+ * Latin letters that carry a stroke or are ligatures, which NFKD leaves whole, as their base
+ * letters (as PostgreSQL's `unaccent` and search engines fold them): `Straße` is found by
+ * `strasse`, `Łódź` by `lodz`, `København` by `kobenhavn`, `Æsir` by `aesir`. Lower case only:
+ * folding lower-cases first (`ẞ` becomes `ß`, `Ø` becomes `ø`).
+ */
+const STROKED: Record<string, string> = {
+  ß: 'ss',
+  æ: 'ae',
+  œ: 'oe',
+  ø: 'o',
+  ł: 'l',
+  đ: 'd',
+  ð: 'd',
+  þ: 'th',
+  ħ: 'h',
+  ı: 'i',
+  ŧ: 't',
+};
+const STROKED_LETTERS = new RegExp(`[${Object.keys(STROKED).join('')}]`, 'g');
+
+/**
+ * Case- and accent-insensitive form of `s`: NFKD, combining marks removed, lower case, letters
+ * with strokes and ligatures as their base letters (STROKED).
+ */
 export function foldText(s: string): string {
   // Lower-casing after NFKD catches compatibility forms that decompose to capitals (ℌ -> H);
   // lower-casing can itself produce marks (İ -> i + U+0307), hence the second pass. Unpaired
@@ -32,7 +56,8 @@ export function foldText(s: string): string {
     .normalize('NFKD')
     .toLowerCase()
     .normalize('NFKD')
-    .replace(COMBINING_MARKS, '');
+    .replace(COMBINING_MARKS, '')
+    .replace(STROKED_LETTERS, (c) => STROKED[c]!);
 }
 
 const ASCII_WORD = /^[A-Za-z0-9]+$/;

@@ -1,6 +1,5 @@
 import { type Kysely, sql } from 'kysely';
 import { buildIndexDocument } from '../../search/document.ts';
-import { foldText } from '../../search/text.ts';
 import { asBatch } from '../group-commit.ts';
 import type { DataObjectsTable, Db, Dialect } from '../types.ts';
 
@@ -23,6 +22,20 @@ const BATCH = 500;
 export function foldBefore0015(s: string): string {
   return s
     .replace(/\p{Cs}/gu, ' ')
+    .normalize('NFKD')
+    .toLowerCase()
+    .normalize('NFKD')
+    .replace(/\p{M}/gu, '');
+}
+
+/**
+ * src/search/text.ts `foldText` as this migration wrote the entries: the symbol rule, without the
+ * stroked letters of 0016 (which rewrites what this wrote, so this must not write with a later fold).
+ */
+export function foldAfter0015(s: string): string {
+  return s
+    .replace(/\p{Cs}/gu, ' ')
+    .replace(/[^\p{L}\p{N}\p{M}\0-\x7F]/gu, (c) => (c.normalize('NFKD') === c ? c : ' '))
     .normalize('NFKD')
     .toLowerCase()
     .normalize('NFKD')
@@ -136,5 +149,5 @@ export async function refold(
 }
 
 export async function up(db: Kysely<unknown>, dialect: Dialect): Promise<void> {
-  await refold(db, dialect, '0015-symbol-words', foldBefore0015, foldText);
+  await refold(db, dialect, '0015-symbol-words', foldBefore0015, foldAfter0015);
 }
