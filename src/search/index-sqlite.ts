@@ -18,10 +18,10 @@ import {
 } from './compile-sqlite.ts';
 import {
   buildIndexDocument,
-  cachedStemmer,
   distinctWords,
   type IndexDocument,
   type IndexedRow,
+  sharedStem,
   type VocabularyDelta,
   vocabularyJson,
 } from './document.ts';
@@ -379,14 +379,9 @@ async function phrasePage(
   // The phrase's IDF counts the caller's matches, not the whole table's: for one phrase it scales
   // every row's value alike, so the order is bm25's.
   const idf = phraseIdf(tableRows, matches.length);
-  const stem = cachedStemmer();
   const ranked = rows.map((r) => {
-    const counts = phraseCounts(
-      buildIndexDocument({ ...r, account_id: q.accountId }),
-      leaf.fields,
-      leaf.stems,
-      stem,
-    );
+    const doc = buildIndexDocument({ ...r, account_id: q.accountId });
+    const counts = phraseCounts(doc, leaf.fields, leaf.stems, sharedStem);
     const tokens = readVarints(r.sz).reduce((a, b) => a + b, 0);
     const b = phraseBm25(counts, fieldWeight, tokens, avgTokens, idf);
     // As SCORE computes it in SQL.

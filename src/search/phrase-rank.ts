@@ -48,11 +48,15 @@ export function phraseCounts(
 ): Map<TextField, number> {
   const counts = new Map<TextField, number>();
   const first = stems[0]!;
+  // Stemming keeps a word's first letter (test/search/phrase-rank.test.ts checks it), so most
+  // words are ruled out without being stemmed.
+  const initial = first.charCodeAt(0);
   for (const field of fields) {
     let n = 0;
     for (const segment of doc.fields[field]) {
       for (let i = 0; i + stems.length <= segment.length; i++) {
-        if (stem(segment[i]!) !== first) continue;
+        const word = segment[i]!;
+        if (word.charCodeAt(0) !== initial || stem(word) !== first) continue;
         let j = 1;
         while (j < stems.length && stem(segment[i + j]!) === stems[j]) j++;
         if (j === stems.length) n++;

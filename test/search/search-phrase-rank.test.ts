@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import fc from 'fast-check';
+import { indexedWords, MAX_INDEXED_WORD_CHARS } from '../../src/search/document.ts';
 import { phraseRankLimits } from '../../src/search/index-sqlite.ts';
+import { readVarints } from '../../src/search/phrase-rank.ts';
+import { foldText, splitWords, stemWord } from '../../src/search/text.ts';
 import { createHarness, describeEachDatabase, type Harness, type TestAccount } from '../helpers/harness.ts';
 import { search } from './corpus.ts';
 
@@ -180,5 +184,63 @@ describe('SQLite: a one-phrase query ranked in the service orders as bm25 does',
     const fts = await all(h, acc.adminKey, '"alpha beta"', 'desc');
     assert.ok(few.length > 3);
     assert.deepEqual(few, fts);
+  });
+});
+
+describe('what ranking a phrase in the service relies on', () => {
+  it('stemming keeps a word’s first character (phraseCounts skips other words unstemmed)', () => {
+    const endings = ['', 's', 'ies', 'sses', 'ing', 'ed', 'eed', 'y', 'ly', 'ational', 'ization', 'biliti'];
+    fc.assert(
+      fc.property(fc.stringMatching(/^[a-z0-9]{1,14}$/), fc.constantFrom(...endings), (root, end) => {
+        const w = root + end;
+        assert.equal(stemWord(w)[0], w[0], `${w} -> ${stemWord(w)}`);
+      }),
+      { numRuns: 30_000 },
+    );
+    for (const w of ['y', 'ys', 'yes', 'ies', 'sses', 'eed', 'ing', 'yying', 'ed'])
+      assert.equal(stemWord(w)[0], w[0], w);
+  });
+
+  it('indexedWords gives ASCII text the words of the general path (fold, split, length cap)', () => {
+    const general = (t: string) => splitWords(foldText(t)).filter((w) => w.length <= MAX_INDEXED_WORD_CHARS);
+    const ascii = fc.oneof(
+      fc.string({
+        unit: fc.integer({ min: 0, max: 127 }).map((c) => String.fromCharCode(c)),
+        maxLength: 300,
+      }),
+      fc
+        .array(
+          fc.constantFrom(
+            'Word',
+            'ABC',
+            'x1',
+            ' ',
+            '-',
+            '\0',
+            '\t',
+            '_',
+            "'",
+            'é',
+            'a'.repeat(129),
+            'A'.repeat(128),
+          ),
+          {
+            maxLength: 40,
+          },
+        )
+        .map((p) => p.join('')),
+    );
+    fc.assert(
+      fc.property(ascii, (t) => assert.deepEqual(indexedWords(t), general(t), JSON.stringify(t))),
+      { numRuns: 5_000 },
+    );
+  });
+
+  it('reads SQLite varints', () => {
+    assert.deepEqual(
+      readVarints(Uint8Array.from([0x00, 0x7f, 0x81, 0x00, 0x82, 0x80, 0x01])),
+      [0, 127, 128, 0x8001],
+    );
+    assert.deepEqual(readVarints(Uint8Array.from([0x81, 0x80, 0x00, 0x05])), [16_384, 5]);
   });
 });
