@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { sql } from 'kysely';
 import type { Harness, TestAccount, TestResponse } from '../helpers/harness.ts';
 
 /** The seeded objects of the search suites, by name; each `at` becomes its created_at. */
@@ -86,4 +87,33 @@ export function search(
     for (const item of Array.isArray(v) ? v : [v]) qs.append(k, String(item));
   }
   return h.request('GET', `/v1/search?${qs}`, { key });
+}
+
+/** Creates notes from named bodies in the account; returns name -> id. */
+export async function createNotes(
+  h: Harness,
+  acc: TestAccount,
+  bodies: Record<string, Record<string, unknown>>,
+): Promise<Record<string, string>> {
+  const ids: Record<string, string> = {};
+  for (const [name, body] of Object.entries(bodies)) {
+    const res = await h.request('POST', '/v1/data', { key: acc.adminKey, body: { type: 'note', ...body } });
+    assert.equal(res.status, 201, res.raw);
+    ids[name] = res.body.data.id;
+  }
+  return ids;
+}
+
+/** The ids a search finds (up to 100), sorted. */
+export async function foundIds(h: Harness, key: string, q: string): Promise<string[]> {
+  const res = await search(h, key, { q, limit: 100 });
+  assert.equal(res.status, 200, res.raw);
+  return (res.body.data.results as { id: string }[]).map((r) => r.id).sort();
+}
+
+/** The account's vocabulary count of `word`: `[n]`, or `[]` when the vocabulary lacks it. */
+export async function vocabularyCount(h: Harness, accountId: string, word: string): Promise<number[]> {
+  const { rows } = await sql<{ docs: number }>`
+    SELECT docs FROM search_vocab WHERE account_id = ${accountId} AND word = ${word}`.execute(h.database.db);
+  return rows.map((r) => Number(r.docs));
 }

@@ -5,7 +5,7 @@ import { foldAfter0015, refold } from '../../src/db/migrations/0015-symbol-words
 import { up as migrate0016 } from '../../src/db/migrations/0016-stroked-letters.ts';
 import { foldText } from '../../src/search/text.ts';
 import { describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
-import { search } from './corpus.ts';
+import { createNotes, foundIds, search, vocabularyCount } from './corpus.ts';
 
 // Letters with a stroke and ligatures (ß, æ, œ, ø, ł, đ, ð, þ, ħ, ı, ŧ) have no decomposition, so
 // accent folding (NFKD, marks removed) left them whole: `strasse` missed `Straße`, `lodz` missed
@@ -26,23 +26,11 @@ describeEachDatabase('search: letters with strokes and ligatures fold to their b
       patched: { title: 'Œuvre complète', content: 'Đorđe and Ħal Far.' },
       deleted: { title: 'Kraków notes', content: 'Wałęsa speech.' },
     };
-    for (const [name, body] of Object.entries(bodies)) {
-      const res = await h.request('POST', '/v1/data', { key: acc.adminKey, body: { type: 'note', ...body } });
-      assert.equal(res.status, 201, res.raw);
-      id[name] = res.body.data.id;
-    }
+    Object.assign(id, await createNotes(h, acc, bodies));
   });
 
-  const found = async (q: string) => {
-    const res = await search(h, acc.adminKey, { q, limit: 100 });
-    assert.equal(res.status, 200, res.raw);
-    return (res.body.data.results as { id: string }[]).map((r) => r.id).sort();
-  };
-  const vocabulary = async (word: string) =>
-    (
-      await sql<{ docs: number }>`
-        SELECT docs FROM search_vocab WHERE account_id = ${acc.id} AND word = ${word}`.execute(h.database.db)
-    ).rows.map((r) => Number(r.docs));
+  const found = (q: string) => foundIds(h, acc.adminKey, q);
+  const vocabulary = (word: string) => vocabularyCount(h, acc.id, word);
   const both = () => [id.street, id.plain].sort();
 
   describe('new writes', () => {

@@ -4,7 +4,7 @@ import { type Kysely, sql } from 'kysely';
 import { foldBefore0015, up as migrate0015, refold } from '../../src/db/migrations/0015-symbol-words.ts';
 import { foldText } from '../../src/search/text.ts';
 import { describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
-import { search } from './corpus.ts';
+import { createNotes, foundIds, search, vocabularyCount } from './corpus.ts';
 
 // A symbol whose compatibility form holds letters (™ -> TM, ℃ -> °C) separates words and is no
 // word itself, as every other symbol; it used to glue its letters onto the word before it
@@ -24,23 +24,11 @@ describeEachDatabase('search: symbols that decompose to letters separate words',
       patched: { title: 'Office™ suite', content: 'Word™ and Excel™ together.' },
       deleted: { title: 'Teams™ notes', content: 'Teams™ call log.' },
     };
-    for (const [name, body] of Object.entries(bodies)) {
-      const res = await h.request('POST', '/v1/data', { key: acc.adminKey, body: { type: 'note', ...body } });
-      assert.equal(res.status, 201, res.raw);
-      id[name] = res.body.data.id;
-    }
+    Object.assign(id, await createNotes(h, acc, bodies));
   });
 
-  const found = async (q: string) => {
-    const res = await search(h, acc.adminKey, { q, limit: 100 });
-    assert.equal(res.status, 200, res.raw);
-    return (res.body.data.results as { id: string }[]).map((r) => r.id).sort();
-  };
-  const vocabulary = async (word: string) =>
-    (
-      await sql<{ docs: number }>`
-        SELECT docs FROM search_vocab WHERE account_id = ${acc.id} AND word = ${word}`.execute(h.database.db)
-    ).rows.map((r) => Number(r.docs));
+  const found = (q: string) => foundIds(h, acc.adminKey, q);
+  const vocabulary = (word: string) => vocabularyCount(h, acc.id, word);
 
   describe('new writes', () => {
     it('finds the word before the symbol, in phrases too, and highlights it', async () => {
