@@ -79,10 +79,14 @@ function copyTree(from: string, to: string, skip: ReadonlySet<string>): number {
     try {
       if (entry.isDirectory()) {
         if (entry.name.startsWith('.tls-')) continue;
-        fs.mkdirSync(dst, { mode: fs.statSync(src).mode & 0o777 });
-        files += copyTree(src, dst, skip);
-        const { atime, mtime } = fs.statSync(src);
+        // Writable while its contents are copied in; the source's mode (which may be read-only,
+        // as a hardened `tls/` is) and times once they are.
+        fs.mkdirSync(dst, { mode: 0o700 });
+        const copied = copyTree(src, dst, skip);
+        const { mode, atime, mtime } = fs.statSync(src);
+        fs.chmodSync(dst, mode & 0o7777);
         fs.utimesSync(dst, atime, mtime);
+        files += copied;
       } else if (entry.isSymbolicLink()) {
         fs.symlinkSync(fs.readlinkSync(src), dst);
       } else if (entry.isFile()) {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -98,5 +98,58 @@ describe('ads backup of a data directory that changes during the copy', () => {
         assert.ok(fs.statSync(path.join(to, 'outbox', name)).isFile());
       }
     }
+  });
+});
+
+// A directory the owner made read-only (a hardened `tls/`) is copied, then given its mode: the copy
+// into it must not fail. Run as an unprivileged user (root writes into read-only directories anyway).
+describe('ads backup of read-only directories', () => {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'ads-backup-ro-'));
+  const dataDir = path.join(root, 'data');
+  const dest = path.join(root, 'out');
+  const asRoot = process.getuid?.() === 0;
+  before(() => {
+    fs.mkdirSync(path.join(dataDir, 'tls'), { recursive: true });
+    fs.writeFileSync(path.join(dataDir, 'tls', 'key.pem'), 'a private key', { mode: 0o600 });
+    fs.writeFileSync(path.join(dataDir, 'tls', 'cert.pem'), 'a certificate', { mode: 0o644 });
+    const db = new BetterSqlite3(path.join(dataDir, 'ads.sqlite'));
+    db.exec('CREATE TABLE t (x); INSERT INTO t VALUES (1)');
+    db.close();
+    if (asRoot) {
+      // Everything belongs to the unprivileged user that runs the backup.
+      for (const p of [
+        root,
+        dataDir,
+        path.join(dataDir, 'tls'),
+        ...['key.pem', 'cert.pem'].map((f) => path.join(dataDir, 'tls', f)),
+        path.join(dataDir, 'ads.sqlite'),
+      ]) {
+        fs.chownSync(p, 65534, 65534);
+      }
+    }
+    fs.chmodSync(path.join(dataDir, 'tls'), 0o500);
+  });
+  after(() => {
+    fs.chmodSync(path.join(dataDir, 'tls'), 0o700);
+    if (fs.existsSync(path.join(dest, 'tls'))) fs.chmodSync(path.join(dest, 'tls'), 0o700);
+    fs.rmSync(root, { recursive: true, force: true });
+  });
+
+  it('copies their files and keeps their mode', () => {
+    const res = spawnSync(
+      process.execPath,
+      [path.resolve(import.meta.dirname, '../../bin/ads.js'), 'backup', dest],
+      {
+        env: { ...process.env, ADS_DATA_DIR: dataDir, ADS_LOG_LEVEL: 'warn' },
+        encoding: 'utf8',
+        timeout: 60_000,
+        ...(asRoot ? { uid: 65534, gid: 65534 } : {}),
+      },
+    );
+    assert.equal(res.status, 0, res.stderr);
+    assert.equal(fs.readFileSync(path.join(dest, 'tls', 'key.pem'), 'utf8'), 'a private key');
+    assert.equal(fs.statSync(path.join(dest, 'tls')).mode & 0o777, 0o500);
+    assert.equal(fs.statSync(path.join(dest, 'tls', 'key.pem')).mode & 0o777, 0o600);
+    assert.match(res.stdout, /files: 2 copied/);
   });
 });
