@@ -228,6 +228,29 @@ describeEachDatabase(
         for (const key of issued) assert.ok(!bytes.includes(key.slice(12)), 'nor in the database files');
       }
     });
+
+    it('holds at most 100 active keys per user, also when creates race; revoking one makes room', async () => {
+      const user = await acc.user('member', ['read', 'write']);
+      const results = await Promise.all(
+        Array.from({ length: 110 }, (_, i) => create(user.key, { name: `bulk ${i}`, scopes: ['read'] })),
+      );
+      const created = results.filter((r) => r.status === 201);
+      assert.equal(created.length, 99, 'the user already held one key');
+      for (const r of results.filter((x) => x.status !== 201)) {
+        assertError(r, 400, 'invalid_request');
+        assert.match(r.body.error.message, /at most 100 active API keys/);
+      }
+      const list = await h.request('GET', '/v1/api-keys?limit=1', { key: user.key });
+      assert.equal(list.body.data.total, 100);
+      // Another user of the account is not affected.
+      assert.equal((await create(acc.adminKey, { scopes: ['read'] })).status, 201);
+      const revoked = await h.request('DELETE', `/v1/api-keys/${created[0]!.body.data.id}`, {
+        key: user.key,
+      });
+      assert.equal(revoked.status, 204);
+      assert.equal((await create(user.key, { scopes: ['read'] })).status, 201);
+      assertError(await create(user.key, { scopes: ['read'] }), 400, 'invalid_request');
+    });
   },
   { env: { ADS_AUTH_FAILURES_PER_MINUTE: '1000' } },
 );

@@ -57,6 +57,18 @@ export async function listApiKeys(
   return { rows, total: Number(count.n) };
 }
 
+/** How many unrevoked keys the user holds. */
+export async function countActiveKeys(db: Db, accountId: string, userId: string): Promise<number> {
+  const row = await db
+    .selectFrom('api_keys')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('account_id', '=', accountId)
+    .where('user_id', '=', userId)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
 export async function findApiKey(db: Db, accountId: string, keyId: string): Promise<ApiKeyRow | undefined> {
   return db
     .selectFrom('api_keys')

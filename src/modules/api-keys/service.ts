@@ -5,7 +5,14 @@ import type { AuthContext } from '../../http/types.ts';
 import { newId } from '../../lib/ids.ts';
 import { isoNow } from '../../lib/time.ts';
 import { findUser } from '../users/repo.ts';
-import { type ApiKeyRow, findApiKey, insertApiKey, listApiKeys, revokeApiKey } from './repo.ts';
+import {
+  type ApiKeyRow,
+  countActiveKeys,
+  findApiKey,
+  insertApiKey,
+  listApiKeys,
+  revokeApiKey,
+} from './repo.ts';
 import { effectiveScopes, formatScopes, parseScopes, type Scope } from './scopes.ts';
 import { generateApiKey } from './tokens.ts';
 
@@ -40,6 +47,12 @@ export async function createKey(
   return issueKey(ctx, auth.accountId, auth.userId, input);
 }
 
+/**
+ * Unrevoked keys one user may hold. Keys cost nothing to make and each is a credential and a row;
+ * without a bound, a script in a loop (or a leaked key) could make millions.
+ */
+export const MAX_ACTIVE_KEYS_PER_USER = 100;
+
 /** Creates a key row for a user and returns the key once (used by the API and by `ads keys create`). */
 export async function issueKey(
   ctx: Pick<AppContext, 'database' | 'clock'>,
@@ -66,7 +79,27 @@ export async function issueKey(
     created_at: isoNow(ctx.clock),
     revoked_at: null,
   };
-  await insertApiKey(db, row);
+  const insert = async (trx: Db) => {
+    // Serialises concurrent creates for one user so that the bound holds (SQLite serialises writers).
+    if (ctx.database.dialect === 'postgres') {
+      await trx
+        .selectFrom('users')
+        .select('id')
+        .where('account_id', '=', accountId)
+        .where('id', '=', userId)
+        .forUpdate()
+        .execute();
+    }
+    if ((await countActiveKeys(trx, accountId, userId)) >= MAX_ACTIVE_KEYS_PER_USER) {
+      throw new AppError(
+        'invalid_request',
+        `A user can hold at most ${MAX_ACTIVE_KEYS_PER_USER} active API keys; revoke one before creating another.`,
+      );
+    }
+    await insertApiKey(trx, row);
+  };
+  if (db.isTransaction) await insert(db);
+  else await db.transaction().execute(insert);
   return { ...toApiKey(row), key };
 }
 
