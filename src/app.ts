@@ -14,6 +14,7 @@ import {
   clientErrorHandler,
   frameworkErrors,
   installErrorHandling,
+  installHostAndExpect,
   rewriteUndecodable,
 } from './http/error-handler.ts';
 import { healthRoutes } from './http/health.ts';
@@ -107,7 +108,11 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     rewriteUrl: rewriteUndecodable,
     routerOptions: { maxParamLength: 200 },
     schemaController: { compilersFactory: { buildSerializer: buildLazySerializer } },
-    ...(opts.https ? { https: { ...opts.https, minVersion: 'TLSv1.2' as const } } : {}),
+    // Node would answer an HTTP/1.1 request without Host itself, with a bare 400; the hook below
+    // answers it in the envelope.
+    ...(opts.https
+      ? { https: { ...opts.https, minVersion: 'TLSv1.2' as const, requireHostHeader: false } }
+      : { http: { requireHostHeader: false } }),
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as FastifyInstance;
 
   app.decorate('ctx', ctx);
@@ -120,6 +125,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   app.addSchema(ErrorBody);
 
   const notFound = installErrorHandling(app);
+  installHostAndExpect(app);
   installSecurityHeaders(app);
   if (config.trustProxy) installHttpsGuard(app);
   app.addHook('onClose', async () => ctx.rateLimiter.close());

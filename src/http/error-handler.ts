@@ -174,6 +174,25 @@ export function frameworkErrors(err: FastifyError, request: FastifyRequest, repl
   return sendError(request, reply, appErr);
 }
 
+/**
+ * Two requests Node would answer itself, outside the envelope:
+ * - an HTTP/1.1 request without `Host` (RFC 9112 says 400): `400 invalid_request` here, with a
+ *   request id (HTTP/1.0 needs no Host);
+ * - an `Expect` other than `100-continue`, which Node would answer with a bare 417: the service has
+ *   no expectations to meet, and RFC 9110 lets a server ignore one it does not support, so the
+ *   request is served as if the header were absent.
+ */
+export function installHostAndExpect(app: FastifyInstance) {
+  app.addHook('onRequest', (request, _reply, done) => {
+    if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
+      done(new AppError('invalid_request', 'An HTTP/1.1 request must carry a Host header.'));
+      return;
+    }
+    done();
+  });
+  app.server.on('checkExpectation', (req, res) => app.server.emit('request', req, res));
+}
+
 const CLIENT_ERROR_MESSAGES: Record<string, string> = {
   HPE_HEADER_OVERFLOW: 'The request line and headers must not exceed 16 KB.',
   ERR_HTTP_REQUEST_TIMEOUT: 'The request did not arrive in time.',

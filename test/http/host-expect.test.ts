@@ -1,0 +1,71 @@
+import assert from 'node:assert/strict';
+import net, { type AddressInfo } from 'node:net';
+import { before, it } from 'node:test';
+import { describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
+
+/** Sends `head` (request line and headers, without the blank line) and reads the whole answer. */
+function raw(port: number, head: string): Promise<{ status: number; headers: string; body: string }> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1');
+    let data = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk) => {
+      data += chunk;
+    });
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const at = data.indexOf('\r\n\r\n');
+      resolve({
+        status: Number(data.slice(9, 12)),
+        headers: data.slice(0, at).toLowerCase(),
+        body: data.slice(at + 4),
+      });
+    });
+    socket.write(`${head}\r\nConnection: close\r\n\r\n`);
+  });
+}
+
+// Node answers an HTTP/1.1 request without Host, and an Expect it does not know, itself, with a
+// bare 400 or 417 outside the error envelope. The service answers the first in the envelope and
+// serves the second as if the header were absent.
+describeEachDatabase('HTTP requests Node would answer itself', (h) => {
+  let acc: TestAccount;
+  let port: number;
+  before(async () => {
+    acc = await h.account('enterprise');
+    await h.app.listen({ host: '127.0.0.1', port: 0 });
+    port = (h.app.server.address() as AddressInfo).port;
+  });
+
+  it('an HTTP/1.1 request without Host: 400 invalid_request in the envelope, with a request id', async () => {
+    const res = await raw(port, `GET /v1/data HTTP/1.1\r\nAuthorization: Bearer ${acc.adminKey}`);
+    assert.equal(res.status, 400, res.body);
+    assert.match(res.headers, /content-type: application\/json/);
+    const body = JSON.parse(res.body);
+    assert.equal(body.error.code, 'invalid_request');
+    assert.match(body.error.message, /Host header/);
+    assert.ok(res.headers.includes(`x-request-id: ${body.error.request_id.toLowerCase()}`), res.headers);
+  });
+
+  it('HTTP/1.0 needs no Host, and a request with one is served', async () => {
+    for (const head of [
+      `GET /v1/data HTTP/1.0\r\nAuthorization: Bearer ${acc.adminKey}`,
+      `GET /v1/data HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${acc.adminKey}`,
+    ]) {
+      const res = await raw(port, head);
+      assert.equal(res.status, 200, `${head}: ${res.body}`);
+      assert.equal(typeof JSON.parse(res.body).data.total, 'number');
+    }
+  });
+
+  it('an Expect other than 100-continue is ignored: the request is served as usual', async () => {
+    const res = await raw(
+      port,
+      `GET /v1/data HTTP/1.1\r\nHost: localhost\r\nExpect: something-else\r\nAuthorization: Bearer ${acc.adminKey}`,
+    );
+    assert.equal(res.status, 200, res.body);
+    const unauthenticated = await raw(port, 'GET /v1/data HTTP/1.1\r\nHost: localhost\r\nExpect: x');
+    assert.equal(unauthenticated.status, 401);
+    assert.equal(JSON.parse(unauthenticated.body).error.code, 'unauthorized');
+  });
+});
