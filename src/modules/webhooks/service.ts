@@ -1,4 +1,5 @@
 import type { AppContext } from '../../context.ts';
+import { readSnapshot } from '../../db/snapshot.ts';
 import { EVENT_NAMES } from '../../events/outbox.ts';
 import { validateWebhookUrl } from '../../events/ssrf.ts';
 import { AppError, invalidField, notFound } from '../../http/errors.ts';
@@ -174,14 +175,14 @@ export async function listWebhookDeliveries(
   webhookId: string,
   q: { status?: DeliveryStatus; limit: number; offset: number },
 ) {
-  const { db } = ctx.database;
-  if (!(await findWebhook(db, accountId, webhookId))) throw notFound('webhook', webhookId);
-  const { rows, total } = await listDeliveries(db, accountId, webhookId, q);
-  const attempts = await listAttempts(
-    db,
-    accountId,
-    rows.map((r) => r.id),
-  );
+  // One snapshot: an attempt committing between the reads would otherwise be listed under a
+  // delivery still shown as before it (pending, due at its old time), or the total miss the page.
+  const { rows, total, attempts } = await readSnapshot(ctx.database.db, ctx.database.dialect, async (db) => {
+    if (!(await findWebhook(db, accountId, webhookId))) throw notFound('webhook', webhookId);
+    const page = await listDeliveries(db, accountId, webhookId, q);
+    const ids = page.rows.map((r) => r.id);
+    return { ...page, attempts: await listAttempts(db, accountId, ids) };
+  });
   const byDelivery = new Map<string, AttemptRow[]>();
   for (const a of attempts) byDelivery.set(a.delivery_id, [...(byDelivery.get(a.delivery_id) ?? []), a]);
   return { deliveries: rows.map((r) => toDelivery(r, byDelivery.get(r.id) ?? [])), total };
