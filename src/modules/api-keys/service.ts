@@ -1,4 +1,5 @@
 import type { AppContext } from '../../context.ts';
+import { readSnapshot } from '../../db/snapshot.ts';
 import type { Db } from '../../db/types.ts';
 import { AppError, forbidden, notFound } from '../../http/errors.ts';
 import type { AuthContext } from '../../http/types.ts';
@@ -31,7 +32,10 @@ export function toApiKey(row: ApiKeyRow) {
 /** Keys visible to the caller: their own, or every key of the account for an admin. */
 export async function listKeys(ctx: AppContext, auth: AuthContext, page: { limit: number; offset: number }) {
   const userId = auth.scopes.includes('admin') ? undefined : auth.userId;
-  const { rows, total } = await listApiKeys(ctx.database.db, auth.accountId, { userId, ...page });
+  // One snapshot for the page and its total: on PostgreSQL they are two statements.
+  const { rows, total } = await readSnapshot(ctx.database.db, ctx.database.dialect, (db) =>
+    listApiKeys(db, auth.accountId, { userId, ...page }),
+  );
   return { keys: rows.map(toApiKey), total };
 }
 

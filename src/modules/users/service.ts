@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { AppContext } from '../../context.ts';
 import { isUniqueViolation } from '../../db/database.ts';
+import { readSnapshot } from '../../db/snapshot.ts';
 import type { Db, UsersTable } from '../../db/types.ts';
 import { recordEvent } from '../../events/outbox.ts';
 import { AppError, notFound } from '../../http/errors.ts';
@@ -51,7 +52,10 @@ export async function listMembers(
   accountId: string,
   page: { limit: number; offset: number },
 ) {
-  const { rows, total } = await listUsers(ctx.database.db, accountId, page);
+  // One snapshot for the page and its total: on PostgreSQL they are two statements.
+  const { rows, total } = await readSnapshot(ctx.database.db, ctx.database.dialect, (db) =>
+    listUsers(db, accountId, page),
+  );
   return { users: rows.map(toUser), total };
 }
 

@@ -131,7 +131,10 @@ export async function listAccountWebhooks(
   accountId: string,
   page: { limit: number; offset: number },
 ) {
-  const { rows, total } = await listWebhooks(ctx.database.db, accountId, page);
+  // One snapshot for the page and its total: on PostgreSQL they are two statements.
+  const { rows, total } = await readSnapshot(ctx.database.db, ctx.database.dialect, (db) =>
+    listWebhooks(db, accountId, page),
+  );
   return { webhooks: rows.map(toWebhook), total };
 }
 
