@@ -32,6 +32,13 @@ export const RANK_WEIGHTS = '{0.1, 0.2, 0.4, 1.0}';
 /** PostgreSQL stores positions up to 16383 and at most 256 per lexeme. */
 const MAX_POSITION = 16383;
 const MAX_POSITIONS_PER_LEXEME = 256;
+/**
+ * A stem's positions past its 256th go to spill lexemes `stem~2` ... `stem~8` in `vector`, 256
+ * each, so that a phrase is found after a word's 256th occurrence, up to its 2,048th (rows
+ * indexed since migration 0017). Words hold only letters and digits, so no stem contains `~`.
+ */
+export const SPILL_LEVELS = 8;
+const spillLexeme = (lexeme: string, level: number) => `${lexeme}~${level}`;
 /** tsvector is limited to 1 MB; content past this estimate is not indexed (docs/search.md). */
 export const VECTOR_BUDGET_BYTES = 800_000;
 
@@ -47,13 +54,27 @@ function target(fields: readonly TextField[]): { field: TextField; weights: stri
   return { field, weights: all ? '' : fields.map((f) => WEIGHT[f]).join('') };
 }
 
-function leafQuery(leaf: Leaf, only?: TextField): string {
+/**
+ * A leaf as a tsquery. `spill`: the query runs on `vector`, so each word of a phrase also matches
+ * its spill lexemes (a single stem needs none: its first lexeme is there whenever a spill is).
+ */
+function leafQuery(leaf: Leaf, spill: boolean, only?: TextField): string {
   if (leaf.kind === 'type') return `(${leaf.types.map((t) => quote(`#${t}`)).join(' | ')})`;
   const { field, weights } = target(only ? [only] : leaf.fields);
   const w = weights === '' ? '' : `:${weights}`;
   switch (leaf.kind) {
-    case 'stems':
-      return `(${leaf.stems.map((s) => quote(stemLexeme(field, s)) + w).join(' <-> ')})`;
+    case 'stems': {
+      const operand = (s: string) => {
+        const lexeme = stemLexeme(field, s);
+        if (!spill || leaf.stems.length === 1) return quote(lexeme) + w;
+        const levels = Array.from(
+          { length: SPILL_LEVELS - 1 },
+          (_, i) => quote(spillLexeme(lexeme, i + 2)) + w,
+        );
+        return `(${[quote(lexeme) + w, ...levels].join(' | ')})`;
+      };
+      return `(${leaf.stems.map(operand).join(' <-> ')})`;
+    }
     case 'prefix':
       return `${quote(wordLexeme(field, leaf.prefix))}:*${weights}`;
     case 'words':
@@ -61,17 +82,17 @@ function leafQuery(leaf: Leaf, only?: TextField): string {
   }
 }
 
-/** The whole plan as a tsquery (matching). */
+/** The whole plan as a tsquery (matching, on `vector`). */
 export function compileTsquery(plan: Plan): string {
   switch (plan.kind) {
     case 'not':
-      return `!${leafQuery(plan.leaf)}`;
+      return `!${leafQuery(plan.leaf, true)}`;
     case 'and':
       return `(${plan.children.map(compileTsquery).join(' & ')})`;
     case 'or':
       return `(${plan.children.map(compileTsquery).join(' | ')})`;
     default:
-      return leafQuery(plan);
+      return leafQuery(plan, true);
   }
 }
 
@@ -109,7 +130,7 @@ export function rankTsquery(plan: Plan): string | null {
     if (leaf.kind === 'type' || isMeta(leaf.fields[0]!)) continue;
     const { weights } = target(leaf.fields);
     const w = weights === '' ? '' : `:${weights}`;
-    if (leaf.kind === 'stems') parts.push(leafQuery(leaf));
+    if (leaf.kind === 'stems') parts.push(leafQuery(leaf, false));
     else if (leaf.kind === 'prefix') parts.push(`${quote(leaf.prefix)}:*${weights}`);
     else parts.push(`(${[...new Set(leaf.words.map(stemWord))].map((s) => quote(s) + w).join(' | ')})`);
   }
@@ -119,7 +140,7 @@ export function rankTsquery(plan: Plan): string | null {
 /** Any positive leaf that can match in `field`, restricted to it; null when none can. */
 export function fieldTsquery(plan: Plan, field: 'title' | 'tags'): string | null {
   const leaves = positiveLeaves(plan).filter((l) => l.kind !== 'type' && l.fields.includes(field));
-  return leaves.length > 0 ? leaves.map((l) => leafQuery(l, field)).join(' | ') : null;
+  return leaves.length > 0 ? leaves.map((l) => leafQuery(l, false, field)).join(' | ') : null;
 }
 
 /**
@@ -135,27 +156,36 @@ export function tierTsquery(plan: Plan): string | null {
 }
 
 class VectorBuilder {
-  private readonly entries = new Map<string, { last: number; positions: string[] }>();
-  /** Lexemes that had more positions than `maxPositions`. */
+  /** Every lexeme written, spill lexemes included; `level` (on a first lexeme) is its last spill. */
+  private readonly entries = new Map<string, { last: number; level: number; positions: string[] }>();
+  /** Lexemes that had more positions than `maxPositions` (with their spills, if any). */
   readonly cut = new Set<string>();
   bytes = 0;
 
   constructor(private readonly maxPositions = MAX_POSITIONS_PER_LEXEME) {}
 
-  add(lexeme: string, position: number, weight: string): void {
+  private open(lexeme: string) {
+    const entry = { last: 0, level: 1, positions: [] as string[] };
+    this.entries.set(lexeme, entry);
+    this.bytes += Buffer.byteLength(lexeme) + 8;
+    return entry;
+  }
+
+  /** `spill`: positions past the lexeme's first `maxPositions` go to its spill lexemes. */
+  add(lexeme: string, position: number, weight: string, spill = false): void {
     const pos = Math.min(position, MAX_POSITION);
-    let entry = this.entries.get(lexeme);
-    if (!entry) {
-      entry = { last: 0, positions: [] };
-      this.entries.set(lexeme, entry);
-      this.bytes += Buffer.byteLength(lexeme) + 8;
-    }
-    if (entry.last === pos) return;
+    const first = this.entries.get(lexeme) ?? this.open(lexeme);
+    if (first.last === pos) return;
+    first.last = pos;
+    let entry = first.level === 1 ? first : this.entries.get(spillLexeme(lexeme, first.level))!;
     if (entry.positions.length >= this.maxPositions) {
-      this.cut.add(lexeme);
-      return;
+      if (!spill || first.level >= SPILL_LEVELS) {
+        this.cut.add(lexeme);
+        return;
+      }
+      first.level++;
+      entry = this.open(spillLexeme(lexeme, first.level));
     }
-    entry.last = pos;
     entry.positions.push(`${pos}${weight}`);
     this.bytes += 2;
   }
@@ -179,12 +209,15 @@ const cutMark = (stem: string) => quote(`~${stem}`);
  * same positions as `vector`, only fewer of them: complete unless a stem carries a cut mark. For a
  * plan that is such a phrase, or an AND with such phrases among its children: `match`, the plan
  * with each of those phrases as an AND of its stems (GIN answers it without rechecking any row's
- * vector), `phrases`, the phrases ANDed, and `gate`, which holds on `rank` when the phrases do or
- * when `rank` cannot decide (no marks, or a cut mark of one of their stems). A row matches when
- * `match` holds, `gate` holds on `rank`, and `phrases` holds on `rank` or, failing that, on
- * `vector`. Null when no phrase can be checked this way.
+ * vector), `phrases`, the phrases ANDed (for `rank`), `vectorPhrases`, the same for `vector` (with
+ * the spill lexemes), and `gate`, which holds on `rank` when the phrases do or when `rank` cannot
+ * decide (no marks, or a cut mark of one of their stems). A row matches when `match` holds, `gate`
+ * holds on `rank`, and `phrases` holds on `rank` or, failing that, `vectorPhrases` on `vector`.
+ * Null when no phrase can be checked this way.
  */
-export function rankPhrases(plan: Plan): { match: string; phrases: string; gate: string } | null {
+export function rankPhrases(
+  plan: Plan,
+): { match: string; phrases: string; vectorPhrases: string; gate: string } | null {
   const checkable = (p: Plan): p is Leaf & { kind: 'stems' } =>
     p.kind === 'stems' && p.stems.length > 1 && FREE_TEXT_FIELDS.every((f) => p.fields.includes(f));
   const children = plan.kind === 'and' ? plan.children : [plan];
@@ -194,10 +227,11 @@ export function rankPhrases(plan: Plan): { match: string; phrases: string; gate:
     checkable(c) ? `(${c.stems.map(quote).join(' & ')})` : compileTsquery(c),
   );
   const stems = new Set(phrases.flatMap((p) => p.stems));
-  const all = phrases.map((p) => leafQuery(p)).join(' & ');
+  const all = phrases.map((p) => leafQuery(p, false)).join(' & ');
   return {
     match: match.length === 1 ? match[0]! : `(${match.join(' & ')})`,
     phrases: all,
+    vectorPhrases: phrases.map((p) => leafQuery(p, true)).join(' & '),
     gate: [`(${all})`, `!${RANK_MARKED}`, ...[...stems].map(cutMark)].join(' | '),
   };
 }
@@ -231,9 +265,11 @@ export function buildVectors(doc: IndexDocument): {
       for (const word of segment) {
         if (vector.bytes > VECTOR_BUDGET_BYTES) return false;
         const s = stem(word);
-        for (const b of field === 'title' || field === 'tags' ? [vector, head] : [vector]) {
-          b.add(stemLexeme(field, s), position, WEIGHT[field]);
-          b.add(wordLexeme(field, word), position, WEIGHT[field]);
+        vector.add(stemLexeme(field, s), position, WEIGHT[field], true);
+        vector.add(wordLexeme(field, word), position, WEIGHT[field]);
+        if (field === 'title' || field === 'tags') {
+          head.add(stemLexeme(field, s), position, WEIGHT[field]);
+          head.add(wordLexeme(field, word), position, WEIGHT[field]);
         }
         if (free) rank.add(s, position, WEIGHT[field]);
         words.add(word);

@@ -127,9 +127,8 @@ export async function search(db: Db, q: SearchQuery): Promise<SearchPage> {
       ${rankTsquery(q.plan)}::tsquery, ${args.type}::text, ${args.tags}::jsonb, ${args.meta}::jsonb,
       ${q.from ?? null}::timestamptz, ${q.to ?? null}::timestamptz, ${q.sort}::text,
       ${q.order === 'desc'}::boolean, ${q.limit}::int4, ${q.offset}::int8, ${MAX_SCAN_CHARS}::int4,
-      ${phrases?.phrases ?? null}::tsquery, ${phrases?.gate ?? null}::tsquery, ${tiers}::tsquery)`.execute(
-    db,
-  );
+      ${phrases?.phrases ?? null}::tsquery, ${phrases?.gate ?? null}::tsquery, ${tiers}::tsquery,
+      ${phrases?.vectorPhrases ?? null}::tsquery)`.execute(db);
   const hits = rows.flatMap((r) =>
     r.id === null
       ? []

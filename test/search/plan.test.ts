@@ -75,6 +75,8 @@ describe('buildPlan', () => {
 });
 
 describe('compilers', () => {
+  const spill = (l: string) =>
+    `('${l}' | ${Array.from({ length: 7 }, (_, i) => `'${l}~${i + 2}'`).join(' | ')})`;
   test('FTS5: NOT as a binary operator after a positive side', () => {
     assert.equal(
       compileMatch(plan('title:report (fin* OR *ance) -type:note')!),
@@ -85,7 +87,11 @@ describe('compilers', () => {
 
   test('tsquery: weights select fields, prefixed lexemes select metadata and exact words', () => {
     const p = plan('title:report "a b" author:smi* -type:note')!;
-    assert.equal(compileTsquery(p), "(('report':A) & ('a' <-> 'b') & 'author=smi':* & !('#note'))");
+    assert.equal(
+      compileTsquery(p),
+      `(('report':A) & (${spill('a')} <-> ${spill('b')}) & 'author=smi':* & !('#note'))`,
+      "on vector, a phrase's words also match their spill lexemes",
+    );
     assert.equal(rankTsquery(p), "('report':A) | ('a' <-> 'b')", 'metadata and type do not rank');
     assert.equal(
       rankTsquery(plan('fin* *ance')!),
@@ -102,11 +108,13 @@ describe('compilers', () => {
     assert.deepEqual(rankPhrases(plan('"a b" title:c "d e" -f')!), {
       match: "(('a' & 'b') & ('c':A) & ('d' & 'e') & !('f'))",
       phrases: "('a' <-> 'b') & ('d' <-> 'e')",
+      vectorPhrases: `(${spill('a')} <-> ${spill('b')}) & (${spill('d')} <-> ${spill('e')})`,
       gate: "(('a' <-> 'b') & ('d' <-> 'e')) | !'~' | '~a' | '~b' | '~d' | '~e'",
     });
     assert.deepEqual(rankPhrases(plan('"a b"')!), {
       match: "('a' & 'b')",
       phrases: "('a' <-> 'b')",
+      vectorPhrases: `(${spill('a')} <-> ${spill('b')})`,
       gate: "(('a' <-> 'b')) | !'~' | '~a' | '~b'",
     });
     for (const q of ['a b', 'title:"a b"', 'author:"a b"', '"a b" OR c', '-"a b" c'])
@@ -155,6 +163,30 @@ describe('index documents', () => {
     assert.ok(!vector.includes('~'), 'the full vector has no marks');
     const short = buildVectors(buildIndexDocument({ ...row, content: 'plan' })).rank;
     assert.ok(short.endsWith(" '~'") && !short.includes("'~plan'"), short);
+  });
+
+  test("a PostgreSQL vector spills a stem's positions past 256 into `stem~2` ... `stem~8`", () => {
+    const content = `${Array.from({ length: 2100 }, () => 'report').join(' ')} plan`;
+    const { vector, rank } = buildVectors(buildIndexDocument({ ...row, content }));
+    const lexemes = new Map(
+      vector.split(' ').map((e) => {
+        const at = e.lastIndexOf(':');
+        return [e.slice(0, at), e.slice(at + 1).split(',')] as const;
+      }),
+    );
+    // The title's `report` at 2, the content's 2,100 from position 13 on: 256 per lexeme, in order.
+    assert.equal(lexemes.get("'report'")!.length, 256);
+    assert.equal(lexemes.get("'report'")![0], '2A');
+    for (let level = 2; level <= 8; level++) {
+      const positions = lexemes.get(`'report~${level}'`);
+      assert.ok(positions, `level ${level}`);
+      assert.equal(positions.length, 256, `level ${level}`);
+      assert.equal(positions[0], `${13 + (level - 1) * 256 - 1}C`, `level ${level}`);
+    }
+    assert.ok(!lexemes.has("'report~9'"), 'at most 8 levels: 2,048 positions');
+    assert.ok(!lexemes.has("'plan~2'") && !lexemes.has("'=report~2'"), 'only stems past 256 spill');
+    assert.equal(lexemes.get("'=report'")!.length, 256, 'exact words keep 256 positions');
+    assert.ok(!rank.includes('report~'), 'rank keeps its own cut');
   });
 
   test('a PostgreSQL vector stays under its size limit however large the content', () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { before, it } from 'node:test';
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
+import { up as migrate0017 } from '../../src/db/migrations/0017-phrase-spill.ts';
 import { describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
 import { search } from './corpus.ts';
 
@@ -96,5 +97,104 @@ describeEachDatabase('GET /search: phrases in objects with repeated words', (h) 
         WHERE account_id = ${acc.id} AND rank @@ '''~'''::tsquery`.execute(db);
       assert.equal(marks.rows[0]!.n, 0, 'no row has marks left');
       await check('unmarked');
+    });
+});
+
+// A PostgreSQL tsvector keeps 256 positions per lexeme; `vector` spills a stem's later positions
+// to `stem~2` ... `stem~8` (migration 0017), so phrases are found up to a word's 2,048th
+// occurrence there, as everywhere on SQLite. These objects put each phrase past that 256th.
+describeEachDatabase("GET /search: phrases after a word's 256th occurrence", (h) => {
+  let acc: TestAccount;
+  const ids: Record<string, string> = {};
+  const names = (results: { id: string }[]) =>
+    results.map((r) => Object.keys(ids).find((k) => ids[k] === r.id)).sort();
+  const LATE = {
+    /** "alpha beta" once, after alpha's 300th occurrence. */
+    deep: `${many('alpha', 300)} alpha beta`,
+    /** "omega sigma" after omega's 2,000th occurrence, then "report". */
+    deeper: `${many('omega', 2000)} omega sigma report`,
+    /** Both words past 256 occurrences, never adjacent in this order. */
+    apart: `${many('alpha', 300)} ${many('beta', 300)} beta alpha report`,
+    plain: 'a report without the phrases',
+  } as const;
+
+  before(async () => {
+    acc = await h.account('enterprise');
+    for (const [name, content] of Object.entries(LATE)) {
+      const res = await h.request('POST', '/v1/data', {
+        key: acc.adminKey,
+        body: { title: `Object ${name}`, type: 'note', content },
+      });
+      assert.equal(res.status, 201, res.raw);
+      ids[name] = res.body.data.id;
+    }
+  });
+
+  const cases: [string, string[]][] = [
+    ['"alpha beta"', ['deep']],
+    ['"omega sigma"', ['deeper']],
+    ['"beta alpha"', ['apart']],
+    ['content:"alpha beta"', ['deep']],
+    ['"alpha beta" OR "omega sigma"', ['deep', 'deeper']],
+    ['report -"omega sigma"', ['apart', 'plain']],
+    ['"omega sigma" report', ['deeper']],
+    ['"sigma report"', ['deeper']],
+  ];
+
+  it('finds them, in every kind of query, and excludes them under NOT', async () => {
+    for (const [q, expected] of cases) {
+      const res = await search(h, acc.adminKey, { q, limit: 100 });
+      assert.equal(res.status, 200, res.raw);
+      assert.deepEqual(names(res.body.data.results), expected, q);
+      assert.equal(res.body.data.total, expected.length, q);
+    }
+  });
+
+  it('after an update moves the phrase, only where it now is', async () => {
+    const res = await h.request('PATCH', `/v1/data/${ids.deep}`, {
+      key: acc.adminKey,
+      body: { content: `${many('alpha', 300)} beta alpha` },
+    });
+    assert.equal(res.status, 200, res.raw);
+    const gone = await search(h, acc.adminKey, { q: '"alpha beta"' });
+    assert.deepEqual(names(gone.body.data.results), []);
+    const moved = await search(h, acc.adminKey, { q: '"beta alpha"', limit: 100 });
+    assert.deepEqual(names(moved.body.data.results), ['apart', 'deep']);
+  });
+
+  // Entries written before migration 0017 have no spill lexemes: their stems stop at 256 positions.
+  if (h.dialect === 'postgres')
+    it('migration 0017 rewrites the entries an older release cut', async () => {
+      const db = h.database.db as unknown as Kysely<unknown>;
+      const { rows } = await sql<{ n: number }>`
+        WITH cut AS (
+          UPDATE search_documents
+          SET vector = ts_delete(vector, ARRAY(SELECT l FROM unnest(tsvector_to_array(vector)) l WHERE l LIKE '%~%'))
+          WHERE account_id = ${acc.id} AND vector @@ '''omega~2'' | ''alpha~2'''::tsquery
+          RETURNING id)
+        SELECT count(*)::int AS n FROM cut`.execute(db);
+      assert.equal(rows[0]!.n, 3, 'deep, deeper and apart had spills');
+      const before = await search(h, acc.adminKey, { q: '"omega sigma" OR "beta alpha"', limit: 100 });
+      assert.deepEqual(names(before.body.data.results), [], 'the old form misses them');
+      // A database from before 0017 has no record of it (this one ran it when it was created).
+      await sql`DELETE FROM search_refold_progress WHERE name = '0017-phrase-spill'`.execute(db);
+      await migrate0017(db, h.dialect);
+      await migrate0017(db, h.dialect);
+      const after = await search(h, acc.adminKey, { q: '"omega sigma" OR "beta alpha"', limit: 100 });
+      assert.deepEqual(names(after.body.data.results), ['apart', 'deep', 'deeper']);
+      const report = await search(h, acc.adminKey, { q: 'report -"omega sigma"', limit: 100 });
+      assert.deepEqual(names(report.body.data.results), ['apart', 'plain']);
+      const vocabulary = await sql<{ word: string; docs: number }>`
+        SELECT word, docs::int AS docs FROM search_vocab
+        WHERE account_id = ${acc.id} AND word IN ('alpha', 'omega', 'report') ORDER BY word`.execute(db);
+      assert.deepEqual(
+        vocabulary.rows.map((r) => [r.word, r.docs]),
+        [
+          ['alpha', 2],
+          ['omega', 1],
+          ['report', 3],
+        ],
+        'the vocabulary is unchanged',
+      );
     });
 });

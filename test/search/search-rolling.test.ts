@@ -5,7 +5,7 @@ import { describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
 
 // docs/deployment.md "Migrations": the previous release keeps working against the new schema
 // during a rolling deploy. Its search is one call of the 15-argument search_page (migrations
-// 0007/0008); 0009 and 0010 add overloads beside it.
+// 0007/0008); 0009, 0010 and 0017 add overloads beside it.
 describeEachDatabase('search during a rolling deploy', (h) => {
   let acc: TestAccount;
   let id: string;
@@ -28,6 +28,24 @@ describeEachDatabase('search during a rolling deploy', (h) => {
           ${"('alpha' <-> 'beta')"}::tsquery, ${null}::text, ${null}::jsonb, ${null}::jsonb,
           ${null}::timestamptz, ${null}::timestamptz, ${'relevance'}::text,
           ${true}::boolean, ${20}::int4, ${0}::int8, ${1000}::int4)`.execute(h.database.db);
+      assert.deepEqual(
+        rows.map((r) => [r.id, Number(r.total)]),
+        [[id, 1]],
+      );
+    });
+
+  if (h.dialect === 'postgres')
+    it("answers the search statement of the release before 0017's spills", async () => {
+      // As src/search/index-postgres.ts called it from migration 0010 to 0016: 18 arguments.
+      const { rows } = await sql<{ id: string; total: string }>`
+        SELECT * FROM search_page(${acc.id}, ${"('alpha' & 'beta')"}::tsquery,
+          ${"('alpha':A <-> 'beta':A)"}::tsquery, ${"('alpha':B <-> 'beta':B)"}::tsquery,
+          ${"('alpha' <-> 'beta')"}::tsquery, ${null}::text, ${null}::jsonb, ${null}::jsonb,
+          ${null}::timestamptz, ${null}::timestamptz, ${'relevance'}::text,
+          ${true}::boolean, ${20}::int4, ${0}::int8, ${1000}::int4, ${"('alpha' <-> 'beta')"}::tsquery,
+          ${"(('alpha' <-> 'beta')) | !'~' | '~alpha' | '~beta'"}::tsquery, ${null}::tsquery)`.execute(
+        h.database.db,
+      );
       assert.deepEqual(
         rows.map((r) => [r.id, Number(r.total)]),
         [[id, 1]],

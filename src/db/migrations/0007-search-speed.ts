@@ -48,6 +48,11 @@ export interface SearchPageOptions {
    * `tierTsquery`): when they hold the whole page, only they are ranked.
    */
   tiers?: boolean;
+  /**
+   * 0017: `p_vector_phrases`, the phrases as checked on `vector` (with its spill lexemes,
+   * compile-postgres.ts `SPILL_LEVELS`); `p_phrases` stays the check on `rank`.
+   */
+  spill?: boolean;
 }
 
 /** `search_page` with the result order `order` (SQL over `m`; 0008 replaces 0007's). */
@@ -58,10 +63,12 @@ export function searchPageDefinition(
   const args = [
     ...(options.phrases ? ['p_phrases tsquery', 'p_gate tsquery'] : []),
     ...(options.tiers ? ['p_tiers tsquery'] : []),
+    ...(options.spill ? ['p_vector_phrases tsquery'] : []),
   ];
+  const vectorPhrases = sql.raw(options.spill ? 'p_vector_phrases' : 'p_phrases');
   // Each `s.rank @@` decompresses `rank` again, so most candidates are ruled out by the gate alone.
   const phraseCheck = options.phrases
-    ? sql`AND (p_phrases IS NULL OR (s.rank @@ p_gate AND (s.rank @@ p_phrases OR s.vector @@ p_phrases)))`
+    ? sql`AND (p_phrases IS NULL OR (s.rank @@ p_gate AND (s.rank @@ p_phrases OR s.vector @@ ${vectorPhrases})))`
     : sql``;
   const filters = sql`
           AND (p_type IS NULL OR s.type = p_type)

@@ -1,5 +1,5 @@
-import { type Kysely, sql } from 'kysely';
-import { buildIndexDocument } from '../../search/document.ts';
+import { type Kysely, type RawBuilder, sql } from 'kysely';
+import { buildIndexDocument, type IndexDocument } from '../../search/document.ts';
 import { asBatch } from '../group-commit.ts';
 import type { DataObjectsTable, Db, Dialect } from '../types.ts';
 
@@ -90,9 +90,8 @@ export async function refold(
   name: string,
   from: (s: string) => string,
   to: (s: string) => string,
-  opts: { batch?: number; batches?: number } = {},
+  opts: RewriteOptions = {},
 ): Promise<number> {
-  const batch = opts.batch ?? BATCH;
   // A text with a character outside ASCII has more bytes than characters.
   const wide = ['title', 'content', 'tags', 'metadata']
     .map((c) =>
@@ -101,6 +100,39 @@ export async function refold(
         : `length(CAST(${c} AS BLOB)) <> length(${c})`,
     )
     .join(' OR ');
+  return rewriteEntries(
+    db,
+    dialect,
+    name,
+    sql.raw(wide),
+    (row) => {
+      const old = buildIndexDocument(row, from);
+      const next = buildIndexDocument(row, to);
+      return JSON.stringify(old.fields) === JSON.stringify(next.fields) ? null : { old, next };
+    },
+    opts,
+  );
+}
+
+export interface RewriteOptions {
+  batch?: number;
+  batches?: number;
+}
+
+/**
+ * Rewrites the index entry of every object that `where` (SQL over `data_objects`) selects and
+ * `rewrite` returns the old and new documents of, resumably and at most once each, as `refold`
+ * describes. Used by later migrations that rewrite entries.
+ */
+export async function rewriteEntries(
+  db: Kysely<unknown>,
+  dialect: Dialect,
+  name: string,
+  where: RawBuilder<unknown>,
+  rewrite: (row: Row) => { old: IndexDocument; next: IndexDocument } | null,
+  opts: RewriteOptions = {},
+): Promise<number> {
+  const batch = opts.batch ?? BATCH;
   // Loaded here: the indexer imports database.ts, which imports this file.
   const { replaceIndexEntry } = await import('../../search/search-index.ts');
   await sql`CREATE TABLE IF NOT EXISTS ${sql.table(PROGRESS)} (
@@ -123,15 +155,14 @@ export async function refold(
         at.last_account === null ? sql`` : sql`AND (account_id, id) > (${at.last_account}, ${at.last_id})`;
       const { rows } = await sql<Row>`
         SELECT account_id, id, title, title_sort, type, content, tags, metadata, created_at
-        FROM data_objects WHERE (${sql.raw(wide)}) ${after}
+        FROM data_objects WHERE (${where}) ${after}
         ORDER BY account_id, id LIMIT ${batch}`.execute(trx);
       // One batch: the vocabulary changes of its rows are summed and applied once per account.
       await asBatch(trx as unknown as Db, async () => {
         for (const row of rows) {
-          const old = buildIndexDocument(row, from);
-          const next = buildIndexDocument(row, to);
-          if (JSON.stringify(old.fields) === JSON.stringify(next.fields)) continue;
-          await replaceIndexEntry(trx as unknown as Db, dialect, old, row, next);
+          const docs = rewrite(row);
+          if (docs === null) continue;
+          await replaceIndexEntry(trx as unknown as Db, dialect, docs.old, row, docs.next);
           rewritten++;
         }
       });
