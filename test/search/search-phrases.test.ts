@@ -3,11 +3,17 @@ import { before, it } from 'node:test';
 import { type Kysely, sql } from 'kysely';
 import { up as migrate0017 } from '../../src/db/migrations/0017-phrase-spill.ts';
 import { describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
-import { search } from './corpus.ts';
+import { createNotes, search } from './corpus.ts';
 
 // On PostgreSQL a phrase is checked first on the small `rank` vector, which keeps only the first 8
 // positions of each stem (compile-postgres.ts `rankPhrases`). These objects put phrases before and
 // after that cut, so a check that trusted a cut `rank` would miss them.
+/** Each object as a note titled after its name. */
+const bodies = (contents: Record<string, string>) =>
+  Object.fromEntries(
+    Object.entries(contents).map(([name, content]) => [name, { title: `Object ${name}`, content }]),
+  );
+
 const many = (word: string, n: number) => Array.from({ length: n }, () => `${word} filler`).join(' ');
 
 const OBJECTS = {
@@ -31,14 +37,7 @@ describeEachDatabase('GET /search: phrases in objects with repeated words', (h) 
 
   before(async () => {
     acc = await h.account('enterprise');
-    for (const [name, content] of Object.entries(OBJECTS)) {
-      const res = await h.request('POST', '/v1/data', {
-        key: acc.adminKey,
-        body: { title: `Object ${name}`, type: 'note', content },
-      });
-      assert.equal(res.status, 201, res.raw);
-      ids[name] = res.body.data.id;
-    }
+    Object.assign(ids, await createNotes(h, acc, bodies(OBJECTS)));
   });
 
   const cases: [string, string[]][] = [
@@ -120,14 +119,7 @@ describeEachDatabase("GET /search: phrases after a word's 256th occurrence", (h)
 
   before(async () => {
     acc = await h.account('enterprise');
-    for (const [name, content] of Object.entries(LATE)) {
-      const res = await h.request('POST', '/v1/data', {
-        key: acc.adminKey,
-        body: { title: `Object ${name}`, type: 'note', content },
-      });
-      assert.equal(res.status, 201, res.raw);
-      ids[name] = res.body.data.id;
-    }
+    Object.assign(ids, await createNotes(h, acc, bodies(LATE)));
   });
 
   const cases: [string, string[]][] = [
