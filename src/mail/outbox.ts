@@ -100,7 +100,11 @@ export async function renewMailLease(db: Db, row: MailOutboxTable, leaseUntil: s
   return true;
 }
 
-/** Marks a message sent and wipes its sealed body: the token must not outlive its delivery. */
+/**
+ * Marks a message sent and wipes its sealed body: the token must not outlive its delivery. A
+ * delivered message is sent whoever holds its lease now (a withdrawn one that still went out too);
+ * one already sent, by a worker that took it over after this one's lease ran out, keeps its record.
+ */
 export async function markMailSent(db: Db, row: MailOutboxTable, now: string) {
   await db
     .updateTable('mail_outbox')
@@ -113,10 +117,15 @@ export async function markMailSent(db: Db, row: MailOutboxTable, now: string) {
     })
     .where('account_id', '=', row.account_id)
     .where('id', '=', row.id)
+    .where('status', '<>', 'sent')
     .execute();
 }
 
-/** Records a failed attempt and schedules the next one (or gives up after the last). */
+/**
+ * Records a failed attempt and schedules the next one (or gives up after the last), only while
+ * the message is still this worker's (its lease unchanged): once another worker has taken it over,
+ * that worker's outcome is the one recorded.
+ */
 export async function markMailFailed(
   db: Db,
   row: MailOutboxTable,
@@ -133,5 +142,7 @@ export async function markMailFailed(
     })
     .where('account_id', '=', row.account_id)
     .where('id', '=', row.id)
+    .where('status', '=', 'pending')
+    .where('locked_until', '=', row.locked_until)
     .execute();
 }
