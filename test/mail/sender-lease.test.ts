@@ -20,7 +20,7 @@ async function until(what: string, check: () => boolean) {
 // Two workers share the outbox. One works through a batch of slow sends; the other, polling after
 // the lease the batch was claimed with has run out, must not take a message the first one is
 // still going to send (or is sending): every invitation reaches the SMTP server exactly once.
-describeEachDatabase('mail sender: a batch of slow sends outlives no lease', (h) => {
+describeEachDatabase('mail sender: leases shared by two workers', (h) => {
   let acc: TestAccount;
   let smtp: TestSmtpServer;
   before(async () => {
@@ -32,14 +32,15 @@ describeEachDatabase('mail sender: a batch of slow sends outlives no lease', (h)
     await smtp.close();
   });
 
+  const real = () =>
+    createMailer({
+      smtpUrl: smtp.url,
+      outboxDir: path.join(h.config.dataDir, 'outbox'),
+      from: h.config.mailFrom,
+      timeoutMs: 2000,
+    });
+
   it('renews each message lease before sending it, and skips one another worker has taken', async () => {
-    const real = () =>
-      createMailer({
-        smtpUrl: smtp.url,
-        outboxDir: path.join(h.config.dataDir, 'outbox'),
-        from: h.config.mailFrom,
-        timeoutMs: 2000,
-      });
     // The real SMTP mailer behind a gate: each send waits until the test lets it go, standing in
     // for a slow SMTP server (minutes are simulated with the harness clock).
     const gates: Array<() => void> = [];
@@ -93,73 +94,52 @@ describeEachDatabase('mail sender: a batch of slow sends outlives no lease', (h)
       ['sent', 'sent', 'sent'],
     );
   });
+
+  // A send that outlives its lease: another worker takes the message over and sends it (mail is
+  // at-least-once, so both may reach the server). Whatever the first worker's send then does, the
+  // record keeps the outcome of the worker that holds the message: sent, with no error, no retry.
+  it('a failure after another worker sent it leaves the message sent', async () => {
+    // Worker A's mailer hangs until the test fails its send.
+    let fail: ((err: Error) => void) | null = null;
+    const hanging: Mailer = {
+      send: () => new Promise((_, reject) => (fail = reject)),
+      close: async () => {},
+    };
+
+    const other = await h.account();
+    const before = smtp.messages.length;
+    h.clock.now = T0;
+    const res = await h.request('POST', '/v1/users', {
+      key: other.adminKey,
+      body: { email: 'outlived@example.com', role: 'member' },
+    });
+    assert.equal(res.status, 201, res.raw);
+    const a = createMailSender(h.ctx, { mailer: hanging, pollMs: 1_000_000_000 });
+    await until("A's send", () => fail !== null);
+
+    // B polls after A's lease ran out, takes the message over and sends it.
+    h.clock.now = T0 + 130_000;
+    const b = createMailSender(h.ctx, { mailer: real(), pollMs: 1_000_000_000 });
+    await until('B sends it', () => smtp.messages.length === before + 1);
+    await b.stop();
+    const sent = await h.database.db
+      .selectFrom('mail_outbox')
+      .selectAll()
+      .where('account_id', '=', other.id)
+      .executeTakeFirstOrThrow();
+    assert.equal(sent.status, 'sent');
+
+    // Then A's send fails.
+    fail!(new Error('connection reset'));
+    await a.stop();
+    const row = await h.database.db
+      .selectFrom('mail_outbox')
+      .selectAll()
+      .where('account_id', '=', other.id)
+      .executeTakeFirstOrThrow();
+    assert.deepEqual(
+      { status: row.status, attempts: row.attempts, last_error: row.last_error, next: row.next_attempt_at },
+      { status: 'sent', attempts: sent.attempts, last_error: null, next: sent.next_attempt_at },
+    );
+  });
 });
-
-// A send that outlives its lease: another worker takes the message over and sends it (mail is
-// at-least-once, so both may reach the server). Whatever the first worker's send then does, the
-// record keeps the outcome of the worker that holds the message: sent, with no error, no retry.
-describeEachDatabase(
-  'mail sender: a send that outlived its lease records nothing over the new owner',
-  (h) => {
-    let acc: TestAccount;
-    let smtp: TestSmtpServer;
-    before(async () => {
-      acc = await h.account();
-      smtp = await startSmtpServer();
-    });
-    after(async () => {
-      h.clock.now = null;
-      await smtp.close();
-    });
-
-    it('a failure after another worker sent it leaves the message sent', async () => {
-      const real = () =>
-        createMailer({
-          smtpUrl: smtp.url,
-          outboxDir: path.join(h.config.dataDir, 'outbox'),
-          from: h.config.mailFrom,
-          timeoutMs: 2000,
-        });
-      // Worker A's mailer hangs until the test fails its send.
-      let fail: ((err: Error) => void) | null = null;
-      const hanging: Mailer = {
-        send: () => new Promise((_, reject) => (fail = reject)),
-        close: async () => {},
-      };
-
-      h.clock.now = T0;
-      const res = await h.request('POST', '/v1/users', {
-        key: acc.adminKey,
-        body: { email: 'outlived@example.com', role: 'member' },
-      });
-      assert.equal(res.status, 201, res.raw);
-      const a = createMailSender(h.ctx, { mailer: hanging, pollMs: 1_000_000_000 });
-      await until("A's send", () => fail !== null);
-
-      // B polls after A's lease ran out, takes the message over and sends it.
-      h.clock.now = T0 + 130_000;
-      const b = createMailSender(h.ctx, { mailer: real(), pollMs: 1_000_000_000 });
-      await until('B sends it', () => smtp.messages.length === 1);
-      await b.stop();
-      const sent = await h.database.db
-        .selectFrom('mail_outbox')
-        .selectAll()
-        .where('account_id', '=', acc.id)
-        .executeTakeFirstOrThrow();
-      assert.equal(sent.status, 'sent');
-
-      // Then A's send fails.
-      fail!(new Error('connection reset'));
-      await a.stop();
-      const row = await h.database.db
-        .selectFrom('mail_outbox')
-        .selectAll()
-        .where('account_id', '=', acc.id)
-        .executeTakeFirstOrThrow();
-      assert.deepEqual(
-        { status: row.status, attempts: row.attempts, last_error: row.last_error, next: row.next_attempt_at },
-        { status: 'sent', attempts: sent.attempts, last_error: null, next: sent.next_attempt_at },
-      );
-    });
-  },
-);
