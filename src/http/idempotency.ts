@@ -137,7 +137,7 @@ export function installIdempotency(app: FastifyInstance) {
         );
       }
       if (row.status === 'done' && row.sealed_response !== null && row.response_status !== null) {
-        const stored = JSON.parse(box.open(row.sealed_response)) as { body: string; type?: string };
+        const stored = openStored(request, row.sealed_response, row.response_status);
         reply.code(row.response_status).header('idempotent-replayed', 'true');
         if (stored.type) reply.type(stored.type);
         reply.send(stored.body === '' ? null : stored.body);
@@ -150,6 +150,31 @@ export function installIdempotency(app: FastifyInstance) {
         );
       }
       await sleep(25);
+    }
+  }
+
+  /**
+   * The stored answer, or a 409 when this process cannot read it: it was sealed under another
+   * secret key (processes configured with different keys, or the key changed within 24 h). The
+   * request did run, so running it again would act twice; the client is told its outcome's status
+   * instead, and the operator gets an error line.
+   */
+  function openStored(
+    request: FastifyRequest,
+    sealed: string,
+    status: number,
+  ): { body: string; type?: string } {
+    try {
+      return JSON.parse(box.open(sealed)) as { body: string; type?: string };
+    } catch (err) {
+      request.log.error(
+        { err: (err as Error).message },
+        'cannot replay a stored idempotent answer: it was sealed under another secret key (ADS_SECRET_KEY)',
+      );
+      throw new AppError(
+        'idempotency_conflict',
+        `The request with this Idempotency-Key already ran (status ${status}), but this server cannot read its stored answer; look the result up, or use a new key for a new request.`,
+      );
     }
   }
 

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { before, it } from 'node:test';
 import { sql } from 'kysely';
 import { abandonedAfterMs, createIdempotencyPurger } from '../../src/http/idempotency.ts';
 import { completeIdempotencyKey } from '../../src/http/idempotency-repo.ts';
+import { createSecretBox } from '../../src/lib/secret-box.ts';
 import { describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
 
 describeEachDatabase('Idempotency-Key on POST (Stripe semantics)', (h) => {
@@ -194,6 +196,24 @@ describeEachDatabase('Idempotency-Key on POST (Stripe semantics)', (h) => {
     );
     assert.ok(rows.rows.length > 0);
     assert.ok(rows.rows.every((r) => !r.sealed_response?.includes(res.body.data.key)));
+  });
+
+  it('answers 409, not 500, when the stored answer was sealed under another secret key', async () => {
+    const caller = await acc.user('admin', ['read', 'write']);
+    const body = { title: 'Sealed elsewhere', type: 'note' };
+    const first = await post(caller.key, body, 'key-other-secret');
+    assert.equal(first.status, 201);
+    // What a process configured with another ADS_SECRET_KEY finds: an answer it cannot open.
+    const foreign = createSecretBox(randomBytes(32)).seal(JSON.stringify({ body: first.raw }));
+    await sql`UPDATE idempotency_keys SET sealed_response = ${foreign}
+      WHERE account_id = ${acc.id} AND key = ${`${caller.keyId} key-other-secret`}`.execute(h.database.db);
+    const before = await count(acc.id);
+    const again = await post(caller.key, body, 'key-other-secret');
+    assert.equal(again.status, 409, again.raw);
+    assert.equal(again.body.error.code, 'idempotency_conflict');
+    assert.match(again.body.error.message, /already ran \(status 201\)/);
+    assert.equal(again.headers['idempotent-replayed'], undefined);
+    assert.equal(await count(acc.id), before, 'the request did not run twice');
   });
 
   it('replays the same body re-sent with its keys in another order', async () => {
