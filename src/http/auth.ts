@@ -19,7 +19,9 @@ function bearer(request: FastifyRequest): string | null {
  * Whom failed authentications are counted against: an IPv4 address, or the /64 network of an IPv6
  * one. A single IPv6 client is usually given a whole /64 and can send from any address in it, so
  * counting per address would let it rotate through 2^64 fresh budgets. An IPv4-mapped address
- * counts as its IPv4 address.
+ * counts as its IPv4 address, and so does one in the NAT64 well-known prefix 64:ff9b::/96 (RFC
+ * 6052): behind a stateless translator (SIIT-DC, RFC 7755) every IPv4 client arrives from that one
+ * /64, and would otherwise share one budget, so a single one guessing keys locked out all the rest.
  */
 export function failureKey(ip: string): string {
   if (typeof ip !== 'string' || !ip.includes(':')) return String(ip);
@@ -27,7 +29,9 @@ export function failureKey(ip: string): string {
   // Anything else a proxy may have written (a port, brackets) is counted as it is.
   if (!isIPv6(address)) return ip;
   const h = v6ToHextets(address);
-  if (h.slice(0, 5).every((x) => x === 0) && h[5] === 0xffff) {
+  const mapped = h.slice(0, 5).every((x) => x === 0) && h[5] === 0xffff;
+  const nat64 = h[0] === 0x64 && h[1] === 0xff9b && h.slice(2, 6).every((x) => x === 0);
+  if (mapped || nat64) {
     const [high, low] = [h[6]!, h[7]!];
     return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
   }

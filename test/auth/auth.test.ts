@@ -267,13 +267,29 @@ describeEachDatabase(
       assert.equal((await from('::ffff:192.0.2.200', unknownKey())).status, 401);
     });
 
-    it('keys IPv6 by its /64 and an IPv4-mapped address by its IPv4 address', () => {
+    it('gives each IPv4 client behind NAT64 (64:ff9b::/96) its own budget', async () => {
+      for (let i = 0; i < LIMIT; i++) {
+        assert.equal((await from('64:ff9b::198.51.100.70', unknownKey())).status, 401);
+      }
+      assert.equal((await from('64:ff9b::198.51.100.70', unknownKey())).status, 429);
+      assert.equal((await from('64:ff9b::c633:6446', unknownKey())).status, 429, 'the same client, in hex');
+      assert.equal((await from('64:ff9b::198.51.100.71', unknownKey())).status, 401, 'another client');
+      assert.equal((await from('64:ff9b::198.51.100.71', acc.adminKey)).status, 200);
+    });
+
+    it('keys IPv6 by its /64, and an IPv4-mapped or NAT64 address by its IPv4 address', () => {
       assert.equal(failureKey('::ffff:192.0.2.1'), '192.0.2.1');
       assert.equal(failureKey('192.0.2.1'), '192.0.2.1');
       assert.equal(failureKey('2001:db8::1'), '2001:db8:0:0::/64');
       assert.equal(failureKey('::1'), '0:0:0:0::/64');
       assert.equal(failureKey('fe80::1%lo0'), 'fe80:0:0:0::/64');
-      assert.equal(failureKey('64:ff9b::192.0.2.1'), '64:ff9b:0:0::/64');
+      // NAT64's well-known prefix carries the IPv4 client: each one keeps its own budget.
+      assert.equal(failureKey('64:ff9b::192.0.2.1'), '192.0.2.1');
+      assert.equal(failureKey('64:FF9B::c000:202'), '192.0.2.2');
+      // Other addresses under 64:ff9b::/64 (outside the /96) and the local-use 64:ff9b:1::/48,
+      // whose embedding the operator chooses, count by their /64 as before.
+      assert.equal(failureKey('64:ff9b::1:c000:201'), '64:ff9b:0:0::/64');
+      assert.equal(failureKey('64:ff9b:1::c000:201'), '64:ff9b:1:0::/64');
       // Not an IPv6 address (a proxy wrote a port): counted as written, never 'NaN:…' for all.
       assert.equal(failureKey('[2001:db8::1]:443'), '[2001:db8::1]:443');
     });
