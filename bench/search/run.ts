@@ -189,7 +189,10 @@ async function measure(app: FastifyInstance, ctx: AppContext, key: string, accou
     const t0 = process.hrtime.bigint();
     const ast = parseQuery(params.get('q')!);
     const { db } = ctx.database;
-    const plan = buildPlan(ast, await expandWildcards(db, dialect, accountId, vocabularyPatterns(ast)));
+    const plan = buildPlan(
+      ast,
+      (await expandWildcards(db, dialect, accountId, vocabularyPatterns(ast))).words,
+    );
     if (plan) {
       await searchIndex(db, dialect, {
         accountId,

@@ -1,4 +1,4 @@
-import { type TSchema, Type } from 'typebox';
+import { type TProperties, type TSchema, Type } from 'typebox';
 import { ERROR_STATUS } from './errors.ts';
 
 /** Strings from clients never hold NUL or lone surrogates: PostgreSQL refuses the first, and both would be altered silently. */
@@ -37,9 +37,9 @@ export const PageMeta = Type.Object({ request_id: RequestId, timestamp: Response
 export const Envelope = <T extends TSchema>(data: T) => Type.Object({ data, meta: Meta });
 
 /** `{ data: { <name>: [...], total, page, pages, limit }, meta: {…, total, page, pages, limit} }`. */
-export const CollectionEnvelope = <T extends TSchema>(name: string, item: T) =>
+export const CollectionEnvelope = <T extends TSchema>(name: string, item: T, extra: TProperties = {}) =>
   Type.Object({
-    data: Type.Object({ [name]: Type.Array(item), ...PageCounts }),
+    data: Type.Object({ [name]: Type.Array(item), ...PageCounts, ...extra }),
     meta: PageMeta,
   });
 

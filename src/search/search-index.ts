@@ -159,23 +159,32 @@ export async function unindexDataObject(
   }
 }
 
+/** What each `*` pattern expanded to, and whether any matched more words than were kept. */
+export interface Expansions {
+  /** Pattern -> the account's words it matches, most frequent first, at most MAX_EXPANSIONS. */
+  words: Map<string, string[]>;
+  /** True when a pattern matched more than MAX_EXPANSIONS words: matches through the rest are missed. */
+  truncated: boolean;
+}
+
 /** The account's words matching each `*` pattern (most frequent first, at most MAX_EXPANSIONS). */
 export async function expandWildcards(
   db: Db,
   dialect: Dialect,
   accountId: string,
   patterns: readonly string[],
-): Promise<Map<string, string[]>> {
-  const out = new Map<string, string[]>();
+): Promise<Expansions> {
+  const words = new Map<string, string[]>();
+  let truncated = false;
   for (const pattern of patterns) {
-    const words = await impl(dialect).expandPattern(db, accountId, pattern, MAX_EXPANSIONS);
+    // One more than is kept tells whether there were more.
+    const found = await impl(dialect).expandPattern(db, accountId, pattern, MAX_EXPANSIONS + 1);
     // SQL LIKE and the glob agree on letters and digits; checking again costs nothing.
-    out.set(
-      pattern,
-      words.filter((w) => matchesWildcard(pattern, w)),
-    );
+    const kept = found.filter((w) => matchesWildcard(pattern, w));
+    if (found.length > MAX_EXPANSIONS) truncated = true;
+    words.set(pattern, kept.slice(0, MAX_EXPANSIONS));
   }
-  return out;
+  return { words, truncated };
 }
 
 /** One page of ranked hits, each with its object's fields, and the total count. */

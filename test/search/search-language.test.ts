@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
+import { MAX_EXPANSIONS } from '../../src/search/search-index.ts';
 import { describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
-import { type CorpusName, search, seedCorpus } from './corpus.ts';
+import { type CorpusName, createNotes, search, seedCorpus } from './corpus.ts';
 
 describeEachDatabase('GET /search: the query language over HTTP', (h) => {
   let acc: TestAccount;
@@ -72,6 +73,41 @@ describeEachDatabase('GET /search: the query language over HTTP', (h) => {
       assert.deepEqual(await sorted(q), expected.slice().sort());
     });
   }
+
+  describe('wildcards that match more words than a search expands', () => {
+    let wide: TestAccount;
+    // Consonant endings, so that no two of the words share a stem.
+    const letters = 'bcdfghkmnprtvwxz';
+    const word = (lead: string, i: number) => `${lead}zqv${letters[i >> 4]}${letters[i & 15]}`;
+    before(async () => {
+      wide = await h.account('enterprise');
+      const bodies: Record<string, Record<string, unknown>> = {};
+      // 128 words under `*xzqv*`, one more under `*zqv*` only: one object each.
+      for (let i = 0; i < MAX_EXPANSIONS; i++)
+        bodies[`x${i}`] = { title: `Item ${i}`, content: word('x', i) };
+      bodies.y = { title: 'Item y', content: word('y', 0) };
+      await createNotes(h, wide, bodies);
+    });
+
+    const counts = async (q: string) => {
+      const res = await search(h, wide.adminKey, { q, limit: 100 });
+      assert.equal(res.status, 200, res.raw);
+      return { total: res.body.data.total, incomplete: res.body.data.incomplete_results };
+    };
+
+    it('say so with incomplete_results when a pattern matched more words than were expanded', async () => {
+      assert.deepEqual(await counts('*zqv*'), { total: MAX_EXPANSIONS, incomplete: true });
+      assert.deepEqual(await counts('item -*zqv*'), { total: 1, incomplete: true });
+    });
+
+    it('answer incomplete_results false when every matching word was expanded', async () => {
+      assert.deepEqual(await counts('*xzqv*'), { total: MAX_EXPANSIONS, incomplete: false });
+      assert.deepEqual(await counts('*yzqv*'), { total: 1, incomplete: false });
+      // A prefix wildcard goes through the full-text index, never the vocabulary.
+      assert.deepEqual(await counts('xzqv*'), { total: MAX_EXPANSIONS, incomplete: false });
+      assert.deepEqual(await counts('item'), { total: MAX_EXPANSIONS + 1, incomplete: false });
+    });
+  });
 
   describe('ranking and score', () => {
     let ranked: TestAccount;

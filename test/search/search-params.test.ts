@@ -415,7 +415,14 @@ describeEachDatabase('GET /search: filters, dates, sorting and pages', (h) => {
     it('a query that can match nothing still answers with the envelope', async () => {
       const res = await search(h, acc.adminKey, { q: 'type:memo' });
       assert.equal(res.status, 200);
-      assert.deepEqual(res.body.data, { results: [], total: 0, page: 1, pages: 0, limit: 20 });
+      assert.deepEqual(res.body.data, {
+        results: [],
+        total: 0,
+        page: 1,
+        pages: 0,
+        limit: 20,
+        incomplete_results: false,
+      });
     });
 
     const bad: Array<Record<string, string | string[]>> = [

@@ -2760,7 +2760,8 @@ export interface operations {
            *         "total": 1,
            *         "page": 1,
            *         "pages": 1,
-           *         "limit": 20
+           *         "limit": 20,
+           *         "incomplete_results": true
            *       },
            *       "meta": {
            *         "request_id": "req_01JD4Z5T8N3QK9W2V7R6M1B0XC",
@@ -2800,6 +2801,8 @@ export interface operations {
               pages: number;
               /** @description Items per page. */
               limit: number;
+              /** @description True when a wildcard matched more words than a search expands (the 128 most frequent are kept): objects found only through the other words are missing from results and total. Narrow the pattern. */
+              incomplete_results: boolean;
             };
             meta: {
               /**

@@ -21,12 +21,13 @@ export const searchRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { page = 1, limit = 20 } = request.query;
-      const { results, total } = await searchData(app.ctx, request.auth.accountId, {
+      const { results, total, incomplete } = await searchData(app.ctx, request.auth.accountId, {
         ...request.query,
         page,
         limit,
       });
-      return okPage(request, 'results', results, total, { page, limit });
+      const body = okPage(request, 'results', results, total, { page, limit });
+      return { ...body, data: { ...body.data, incomplete_results: incomplete } };
     },
   );
 };

@@ -65,4 +65,10 @@ export const SearchResult = Type.Object({
   }),
 });
 
-export const SearchEnvelope = CollectionEnvelope('results', SearchResult);
+export const SearchEnvelope = CollectionEnvelope('results', SearchResult, {
+  incomplete_results: Type.Boolean({
+    description:
+      'True when a wildcard matched more words than a search expands (the 128 most frequent are kept): ' +
+      'objects found only through the other words are missing from results and total. Narrow the pattern.',
+  }),
+});

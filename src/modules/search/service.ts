@@ -71,7 +71,7 @@ export async function searchData(
   ctx: AppContext,
   accountId: string,
   input: SearchInput & { page: number; limit: number },
-): Promise<{ results: SearchResultOut[]; total: number }> {
+): Promise<{ results: SearchResultOut[]; total: number; incomplete: boolean }> {
   const ast = parse(input.q);
   const patterns = vocabularyPatterns(ast);
   if (patterns.length > MAX_EXPANDED_PATTERNS) {
@@ -84,8 +84,11 @@ export async function searchData(
   const sort = input.sort ?? 'relevance';
   const order = input.order ?? (sort === 'title' ? 'asc' : 'desc');
   const { db, dialect } = ctx.database;
+  let incomplete = false;
   const found = await searchSnapshot(db, dialect, async (snap) => {
-    const plan = buildPlan(ast, await expandWildcards(snap, dialect, accountId, patterns));
+    const expanded = await expandWildcards(snap, dialect, accountId, patterns);
+    incomplete = expanded.truncated;
+    const plan = buildPlan(ast, expanded.words);
     if (!plan) return { hits: [], total: 0 };
     return searchIndex(snap, dialect, {
       accountId,
@@ -114,5 +117,5 @@ export async function searchData(
       excerpt: excerptOf(row, match),
     }),
   );
-  return { results, total: found.total };
+  return { results, total: found.total, incomplete };
 }
