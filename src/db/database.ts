@@ -18,6 +18,7 @@ import * as m0014 from './migrations/0014-title-collation.ts';
 import * as m0015 from './migrations/0015-symbol-words.ts';
 import * as m0016 from './migrations/0016-stroked-letters.ts';
 import * as m0017 from './migrations/0017-phrase-spill.ts';
+import * as m0018 from './migrations/0018-vocab-stripes.ts';
 import { HOT_STATEMENT, openPostgres } from './postgres.ts';
 import { openSqlite } from './sqlite.ts';
 import type { DB, Db, Dialect } from './types.ts';
@@ -76,6 +77,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0015-symbol-words': m0015,
   '0016-stroked-letters': m0016,
   '0017-phrase-spill': m0017,
+  '0018-vocab-stripes': m0018,
 };
 
 class StaticProvider implements MigrationProvider {

@@ -2,6 +2,7 @@
 // ranked query over a GIN index that leads with account_id, and wildcard expansion through the
 // account's vocabulary (pg_trgm).
 import { sql } from 'kysely';
+import { VOCAB_STRIPES } from '../db/migrations/0018-vocab-stripes.ts';
 import type { Db } from '../db/types.ts';
 import {
   buildVectors,
@@ -41,10 +42,29 @@ export async function removeDocument(db: Db, doc: IndexDocument): Promise<boolea
 }
 
 /**
- * Applies word -> +1/-1 to the account's vocabulary in one statement, in word order, so two writers
- * always lock shared words in the same order (no deadlock); emptied words are deleted.
+ * Applies word -> change to the account's vocabulary in one call of search_vocab_apply (migration
+ * 0018): additions go to this session's stripe, so concurrent writers of one account do not wait
+ * on each other's rows for the words they share; a removal takes from a row above zero and deletes
+ * the rows it empties, so a word no object holds leaves in the same transaction. Word order
+ * throughout, so writers cannot deadlock.
  */
 export async function applyVocabulary(db: Db, accountId: string, delta: VocabularyDelta): Promise<void> {
+  const { json } = vocabularyJson(delta);
+  if (json === '{}') return;
+  await sql`
+    SELECT search_vocab_apply(${accountId}, ${json}::jsonb,
+      (pg_backend_pid() % ${sql.lit(VOCAB_STRIPES)})::smallint)`.execute(db);
+}
+
+/**
+ * The same change on the layout before 0018 (one row per word): migrations 0015-0017 rewrite
+ * entries before 0018 has run.
+ */
+export async function applyVocabularyUnstriped(
+  db: Db,
+  accountId: string,
+  delta: VocabularyDelta,
+): Promise<void> {
   const { json, removes } = vocabularyJson(delta);
   if (json === '{}') return;
   await sql`
@@ -58,7 +78,10 @@ export async function applyVocabulary(db: Db, accountId: string, delta: Vocabula
       AND word IN (SELECT jsonb_object_keys(${json}::jsonb) COLLATE "C")`.execute(db);
 }
 
-/** Up to `max` of the account's words that may match a `*` pattern, most frequent first (pg_trgm or B-tree). */
+/**
+ * Up to `max` of the account's words that may match a `*` pattern, most frequent first (pg_trgm or
+ * B-tree); a word's count is the sum of its stripes.
+ */
 export async function expandPattern(
   db: Db,
   accountId: string,
@@ -68,7 +91,7 @@ export async function expandPattern(
   const { rows } = await sql<{ word: string }>`
     SELECT word FROM search_vocab
     WHERE account_id = ${accountId} AND word LIKE ${pattern.replaceAll('*', '%')}
-    ORDER BY docs DESC, word LIMIT ${max}`.execute(db);
+    GROUP BY word ORDER BY sum(docs) DESC, word LIMIT ${max}`.execute(db);
   return rows.map((r) => r.word);
 }
 

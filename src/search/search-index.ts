@@ -62,6 +62,22 @@ export const MAX_EXPANDED_PATTERNS = 8;
 
 const impl = (dialect: Dialect) => (dialect === 'postgres' ? postgres : sqlite);
 
+/** Transactions of migrations that run before 0018, on PostgreSQL's one-row-per-word vocabulary. */
+const unstriped = new WeakSet<object>();
+
+/**
+ * Runs `fn` with `trx`'s vocabulary changes written as before migration 0018 (one row per word):
+ * for migrations 0015-0017, which rewrite index entries before 0018 has changed the table.
+ */
+export async function withUnstripedVocabulary<T>(trx: Db, fn: () => Promise<T>): Promise<T> {
+  unstriped.add(trx);
+  try {
+    return await fn();
+  } finally {
+    unstriped.delete(trx);
+  }
+}
+
 /** Per group-commit batch: account -> word -> the batch's summed vocabulary change so far. */
 const batchVocabulary = new WeakMap<object, Map<string, Map<string, number>>>();
 
@@ -79,7 +95,10 @@ async function applyVocabulary(
   accountId: string,
   delta: VocabularyDelta,
 ): Promise<void> {
-  const { applyVocabulary: apply } = impl(dialect);
+  const apply =
+    dialect === 'postgres' && unstriped.has(db)
+      ? postgres.applyVocabularyUnstriped
+      : impl(dialect).applyVocabulary;
   const batch = batchOf(db);
   if (!batch) return apply(db, accountId, delta);
   // Keyed by the batch, not the transaction: one transaction may run several batches (migration

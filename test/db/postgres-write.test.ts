@@ -8,7 +8,7 @@ import { newId } from '../../src/lib/ids.ts';
 import { titleSortKey } from '../../src/lib/sort-key.ts';
 import { createAccount } from '../../src/modules/accounts/service.ts';
 import { type DataRow, insertDataObject } from '../../src/modules/data/repo.ts';
-import { indexDataObject } from '../../src/search/search-index.ts';
+import { indexDataObject, reindexDataObject, unindexDataObject } from '../../src/search/search-index.ts';
 import { createTestDatabase, postgresSkipReason } from '../helpers/databases.ts';
 
 /**
@@ -37,9 +37,8 @@ describe('PostgreSQL writes: vocabulary locks are taken last', { skip: postgresS
     (
       await sql<{
         docs: number;
-      }>`SELECT docs FROM search_vocab WHERE account_id = ${accountId} AND word = ${word}`.execute(
-        database.db,
-      )
+      }>`SELECT sum(docs)::int AS docs FROM search_vocab WHERE account_id = ${accountId} AND word = ${word}
+        GROUP BY word`.execute(database.db)
     ).rows[0]?.docs;
 
   before(async () => {
@@ -95,5 +94,132 @@ describe('PostgreSQL writes: vocabulary locks are taken last', { skip: postgresS
     assert.equal(outcome, 'committed', 'the second write waited for the first one to commit');
     assert.equal(await docsOf('revenue'), 2, 'both writes counted once in the vocabulary');
     assert.equal(await docsOf('report'), 2);
+  });
+});
+
+/**
+ * Migration 0018: a word's count is spread over stripes, so writers of one account that share
+ * words (every object holds "the") do not queue on one row each; counts stay exact and a word no
+ * object holds has no rows.
+ */
+describe('PostgreSQL writes: the vocabulary is striped', { skip: postgresSkipReason() }, () => {
+  let database: Database;
+  let drop: () => Promise<void>;
+  let accountId: string;
+
+  const apply = (db: Database['db'], delta: Record<string, number>, stripe: number) =>
+    sql`SELECT search_vocab_apply(${accountId}, ${JSON.stringify(delta)}::jsonb, ${stripe}::smallint)`.execute(
+      db,
+    );
+  const rowsOf = async (word: string) =>
+    (
+      await sql<{ stripe: number; docs: number }>`
+        SELECT stripe, docs FROM search_vocab WHERE account_id = ${accountId} AND word = ${word}
+        ORDER BY stripe`.execute(database.db)
+    ).rows.map((r) => [r.stripe, r.docs]);
+
+  before(async () => {
+    const created = await createTestDatabase('postgres');
+    drop = created.drop;
+    database = openDatabase(created.config);
+    await migrate(database);
+    accountId = (await createAccount(database, { name: 'Stripes', adminEmail: 'stripes@example.com' }))
+      .account.id;
+  });
+  after(async () => {
+    await database?.close();
+    await drop?.();
+  });
+
+  it('lets a writer on another stripe add to a word whose row an open transaction holds', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let applied!: () => void;
+    const hasApplied = new Promise<void>((resolve) => {
+      applied = resolve;
+    });
+    const first = database.db.transaction().execute(async (trx) => {
+      await apply(trx, { stripeshared: 1 }, 1);
+      applied();
+      await gate;
+    });
+    await hasApplied;
+    const other = database.db.transaction().execute((trx) => apply(trx, { stripeshared: 1 }, 2));
+    const outcome = await Promise.race([other.then(() => 'committed'), sleep(3000).then(() => 'waiting')]);
+    release();
+    await Promise.all([first, other]);
+    assert.equal(outcome, 'committed', 'the writer on stripe 2 waited for the one on stripe 1');
+    assert.deepEqual(await rowsOf('stripeshared'), [
+      [1, 1],
+      [2, 1],
+    ]);
+  });
+
+  it('takes a removal from rows above zero, own stripe first, and deletes the rows it empties', async () => {
+    await apply(database.db, { takeword: 2 }, 5);
+    await apply(database.db, { takeword: 1 }, 7);
+    await apply(database.db, { takeword: -1 }, 7);
+    assert.deepEqual(await rowsOf('takeword'), [[5, 2]], 'its own stripe first');
+    await apply(database.db, { takeword: -1 }, 3);
+    assert.deepEqual(await rowsOf('takeword'), [[5, 1]], 'another stripe when its own has none');
+    await apply(database.db, { takeword: 1, other: 1 }, 9);
+    await apply(database.db, { takeword: -2, other: -1 }, 3);
+    assert.deepEqual(await rowsOf('takeword'), [], 'a word no object holds has no rows');
+    assert.deepEqual(await rowsOf('other'), []);
+  });
+
+  it('keeps counts exact through concurrent creates, updates and deletes sharing words', async () => {
+    const rows = Array.from({ length: 40 }, (_, i) => ({
+      account_id: accountId,
+      id: newId('data'),
+      title: `Shared striped ${i}`,
+      title_sort: titleSortKey(`Shared striped ${i}`),
+      type: 'document',
+      content: `common words everywhere uniq${String.fromCharCode(97 + (i % 26))}${i}`,
+      tags: '[]',
+      metadata: '{}',
+      created_at: new Date().toISOString(),
+      updated_at: null,
+    }));
+    await Promise.all(
+      rows.map((row) =>
+        database.write(async (trx) => {
+          await insertDataObject(trx, 'postgres', row);
+          await indexDataObject(trx, 'postgres', row);
+        }),
+      ),
+    );
+    const total = async (word: string) => (await rowsOf(word)).reduce((n, [, docs]) => n + Number(docs), 0);
+    assert.equal(await total('common'), 40);
+    assert.ok((await rowsOf('common')).length > 1, 'concurrent writers used more than one stripe');
+    // Half are rewritten without "common", the other half deleted, all at once.
+    await Promise.all(
+      rows.map((row, i) =>
+        database.write(async (trx) => {
+          if (i % 2 === 0) {
+            const after = { ...row, content: 'rewritten text' };
+            await reindexDataObject(trx, 'postgres', row, after);
+          } else {
+            await unindexDataObject(trx, 'postgres', accountId, row.id);
+            await trx
+              .deleteFrom('data_objects')
+              .where('account_id', '=', accountId)
+              .where('id', '=', row.id)
+              .execute();
+          }
+        }),
+      ),
+    );
+    assert.deepEqual(await rowsOf('common'), [], 'no object holds "common" any more');
+    assert.deepEqual(await rowsOf('uniqb1'), []);
+    assert.equal(await total('rewritten'), 20);
+    assert.equal(await total('shared'), 20, 'the titles of the 20 rewritten objects');
+    const bad = await sql<{ n: number }>`
+      SELECT count(*)::int AS n FROM search_vocab WHERE account_id = ${accountId} AND docs <= 0`.execute(
+      database.db,
+    );
+    assert.equal(bad.rows[0]?.n, 0);
   });
 });

@@ -114,6 +114,7 @@ export async function foundIds(h: Harness, key: string, q: string): Promise<stri
 /** The account's vocabulary count of `word`: `[n]`, or `[]` when the vocabulary lacks it. */
 export async function vocabularyCount(h: Harness, accountId: string, word: string): Promise<number[]> {
   const { rows } = await sql<{ docs: number }>`
-    SELECT docs FROM search_vocab WHERE account_id = ${accountId} AND word = ${word}`.execute(h.database.db);
+    SELECT sum(docs) AS docs FROM search_vocab WHERE account_id = ${accountId} AND word = ${word}
+    GROUP BY word`.execute(h.database.db);
   return rows.map((r) => Number(r.docs));
 }

@@ -134,12 +134,21 @@ export async function rewriteEntries(
 ): Promise<number> {
   const batch = opts.batch ?? BATCH;
   // Loaded here: the indexer imports database.ts, which imports this file.
-  const { replaceIndexEntry } = await import('../../search/search-index.ts');
+  const { replaceIndexEntry, withUnstripedVocabulary } = await import('../../search/search-index.ts');
   await sql`CREATE TABLE IF NOT EXISTS ${sql.table(PROGRESS)} (
     name text PRIMARY KEY, last_account text, last_id text, done integer NOT NULL DEFAULT 0)`.execute(db);
   await sql`INSERT INTO ${sql.table(PROGRESS)} (name) VALUES (${name}) ON CONFLICT (name) DO NOTHING`.execute(
     db,
   );
+  const striped =
+    dialect !== 'postgres' ||
+    (
+      await sql<{ striped: boolean }>`
+        SELECT EXISTS (SELECT FROM pg_attribute
+          WHERE attrelid = 'search_vocab'::regclass AND attname = 'stripe' AND NOT attisdropped) AS striped`.execute(
+        db,
+      )
+    ).rows[0]?.striped === true;
   let rewritten = 0;
   for (let n = 0; opts.batches === undefined || n < opts.batches; n++) {
     const finished = await inTransaction(db, dialect, async (trx) => {
@@ -158,14 +167,17 @@ export async function rewriteEntries(
         FROM data_objects WHERE (${where}) ${after}
         ORDER BY account_id, id LIMIT ${batch}`.execute(trx);
       // One batch: the vocabulary changes of its rows are summed and applied once per account.
-      await asBatch(trx as unknown as Db, async () => {
-        for (const row of rows) {
-          const docs = rewrite(row);
-          if (docs === null) continue;
-          await replaceIndexEntry(trx as unknown as Db, dialect, docs.old, row, docs.next);
-          rewritten++;
-        }
-      });
+      const run = () =>
+        asBatch(trx as unknown as Db, async () => {
+          for (const row of rows) {
+            const docs = rewrite(row);
+            if (docs === null) continue;
+            await replaceIndexEntry(trx as unknown as Db, dialect, docs.old, row, docs.next);
+            rewritten++;
+          }
+        });
+      // As a migration, 0015-0017 run before 0018 has striped PostgreSQL's vocabulary.
+      await (striped ? run() : withUnstripedVocabulary(trx as unknown as Db, run));
       const last = rows.at(-1);
       const done = rows.length < batch;
       await sql`UPDATE ${sql.table(PROGRESS)}
