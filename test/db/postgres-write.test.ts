@@ -12,6 +12,37 @@ import { indexDataObject, reindexDataObject, unindexDataObject } from '../../src
 import { createTestDatabase, postgresSkipReason } from '../helpers/databases.ts';
 
 /**
+ * Runs `first` until it calls `hold` and keeps it there while `second` runs: 'committed' when
+ * `second` finished within 3 s, 'waiting' when it was still blocked then. Both finish before this returns.
+ */
+async function whileOpen(
+  first: (hold: () => Promise<void>) => Promise<unknown>,
+  second: () => Promise<unknown>,
+): Promise<'committed' | 'waiting'> {
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let reached!: () => void;
+  const atHold = new Promise<void>((resolve) => {
+    reached = resolve;
+  });
+  const one = first(() => {
+    reached();
+    return gate;
+  });
+  await atHold;
+  const two = second();
+  const outcome = await Promise.race([
+    two.then(() => 'committed' as const),
+    sleep(3000).then(() => 'waiting' as const),
+  ]);
+  release();
+  await Promise.all([one, two]);
+  return outcome;
+}
+
+/**
  * On PostgreSQL every write is its own transaction, run as a batch of one: the search vocabulary
  * upsert (whose row locks every writer to the account wants for the common words) is deferred to
  * the end, so a write holds those locks only until its COMMIT, not while it does the rest.
@@ -67,30 +98,21 @@ describe('PostgreSQL writes: vocabulary locks are taken last', { skip: postgresS
   });
 
   it('lets a write with the same words commit while an earlier one that indexed is still open', async () => {
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    let indexed!: () => void;
-    const hasIndexed = new Promise<void>((resolve) => {
-      indexed = resolve;
-    });
-    const first = database.write(async (trx) => {
-      const row = object('First report');
-      await insertDataObject(trx, 'postgres', row);
-      await indexDataObject(trx, 'postgres', row);
-      indexed();
-      await gate; // the rest of a longer write: events, deliveries, ...
-    });
-    await hasIndexed;
-    const second = database.write(async (trx) => {
-      const row = object('Second report');
-      await insertDataObject(trx, 'postgres', row);
-      await indexDataObject(trx, 'postgres', row);
-    });
-    const outcome = await Promise.race([second.then(() => 'committed'), sleep(3000).then(() => 'waiting')]);
-    release();
-    await Promise.all([first, second]);
+    const outcome = await whileOpen(
+      (hold) =>
+        database.write(async (trx) => {
+          const row = object('First report');
+          await insertDataObject(trx, 'postgres', row);
+          await indexDataObject(trx, 'postgres', row);
+          await hold(); // the rest of a longer write: events, deliveries, ...
+        }),
+      () =>
+        database.write(async (trx) => {
+          const row = object('Second report');
+          await insertDataObject(trx, 'postgres', row);
+          await indexDataObject(trx, 'postgres', row);
+        }),
+    );
     assert.equal(outcome, 'committed', 'the second write waited for the first one to commit');
     assert.equal(await docsOf('revenue'), 2, 'both writes counted once in the vocabulary');
     assert.equal(await docsOf('report'), 2);
@@ -132,24 +154,14 @@ describe('PostgreSQL writes: the vocabulary is striped', { skip: postgresSkipRea
   });
 
   it('lets a writer on another stripe add to a word whose row an open transaction holds', async () => {
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    let applied!: () => void;
-    const hasApplied = new Promise<void>((resolve) => {
-      applied = resolve;
-    });
-    const first = database.db.transaction().execute(async (trx) => {
-      await apply(trx, { stripeshared: 1 }, 1);
-      applied();
-      await gate;
-    });
-    await hasApplied;
-    const other = database.db.transaction().execute((trx) => apply(trx, { stripeshared: 1 }, 2));
-    const outcome = await Promise.race([other.then(() => 'committed'), sleep(3000).then(() => 'waiting')]);
-    release();
-    await Promise.all([first, other]);
+    const outcome = await whileOpen(
+      (hold) =>
+        database.db.transaction().execute(async (trx) => {
+          await apply(trx, { stripeshared: 1 }, 1);
+          await hold();
+        }),
+      () => database.db.transaction().execute((trx) => apply(trx, { stripeshared: 1 }, 2)),
+    );
     assert.equal(outcome, 'committed', 'the writer on stripe 2 waited for the one on stripe 1');
     assert.deepEqual(await rowsOf('stripeshared'), [
       [1, 1],
