@@ -217,7 +217,7 @@ const cutMark = (stem: string) => quote(`~${stem}`);
  */
 export function rankPhrases(
   plan: Plan,
-): { match: string; phrases: string; vectorPhrases: string; gate: string } | null {
+): { match: string; phrases: string; vectorPhrases: string; gate: string; pairs: number[] } | null {
   const checkable = (p: Plan): p is Leaf & { kind: 'stems' } =>
     p.kind === 'stems' && p.stems.length > 1 && FREE_TEXT_FIELDS.every((f) => p.fields.includes(f));
   const children = plan.kind === 'and' ? plan.children : [plan];
@@ -233,7 +233,75 @@ export function rankPhrases(
     phrases: all,
     vectorPhrases: phrases.map((p) => leafQuery(p, true)).join(' & '),
     gate: [`(${all})`, `!${RANK_MARKED}`, ...[...stems].map(cutMark)].join(' | '),
+    pairs: sketchProbes(phrases.map((p) => p.stems)),
   };
+}
+
+/**
+ * The pair sketch (migration 0019): a Bloom filter of the pairs of adjacent stems in a row's
+ * title, tags and content, in the row's `pairs` column. A phrase candidate whose sketch lacks one
+ * of the phrase's pairs cannot hold the phrase, so search_page rules it out without reading its
+ * `rank` vector, which for a long object is several kilobytes to decompress or fetch out of line.
+ * Two bits per pair; SKETCH_BITS_PER_PAIR to 2x that many bits per pair, a power of two from
+ * SKETCH_MIN_BITS to SKETCH_MAX_BITS, so a bit's index is a hash masked by the sketch's length
+ * (`get_bit` in SQL reads bit `i` of byte `i / 8`, least significant first). No false negatives:
+ * every pair of the text is set. False positives (a few percent) are checked on `rank` as before.
+ */
+const SKETCH_BITS_PER_PAIR = 8;
+const SKETCH_MIN_BITS = 128;
+const SKETCH_MAX_BITS = 8192;
+/** search_page tests this many bits: the first two pairs of the query's phrases (repeated if fewer). */
+export const SKETCH_PROBES = 4;
+
+/** FNV-1a over `a`, a space (no stem holds one), `b`; then two murmur3 finalisers: two 32-bit hashes. */
+export function pairHashes(a: string, b: string): [number, number] {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < a.length; i++) h = Math.imul(h ^ a.charCodeAt(i), 0x01000193);
+  h = Math.imul(h ^ 0x20, 0x01000193);
+  for (let i = 0; i < b.length; i++) h = Math.imul(h ^ b.charCodeAt(i), 0x01000193);
+  return [mix(h), mix(h ^ 0x9e3779b9)];
+}
+
+function mix(x: number): number {
+  let h = x;
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h | 0;
+}
+
+/** The hashes search_page tests for these phrases (each a list of stems): SKETCH_PROBES of them. */
+export function sketchProbes(phrases: readonly (readonly string[])[]): number[] {
+  const hashes: number[] = [];
+  for (const stems of phrases) {
+    for (let i = 0; i + 1 < stems.length; i++) hashes.push(...pairHashes(stems[i]!, stems[i + 1]!));
+  }
+  if (hashes.length === 0) return [];
+  return Array.from({ length: SKETCH_PROBES }, (_, i) => hashes[i % hashes.length]!);
+}
+
+/** Collects a document's adjacent stem pairs, then writes them as a sketch. */
+class PairSketch {
+  private readonly hashes: number[] = [];
+
+  add(a: string, b: string): void {
+    const [h1, h2] = pairHashes(a, b);
+    this.hashes.push(h1, h2);
+  }
+
+  toBuffer(): Buffer {
+    const pairs = this.hashes.length / 2;
+    let bits = SKETCH_MIN_BITS;
+    while (bits < pairs * SKETCH_BITS_PER_PAIR && bits < SKETCH_MAX_BITS) bits *= 2;
+    const sketch = Buffer.alloc(bits / 8);
+    for (const h of this.hashes) {
+      const bit = h & (bits - 1);
+      sketch[bit >> 3]! |= 1 << (bit & 7);
+    }
+    return sketch;
+  }
 }
 
 const ORDER: readonly TextField[] = ['title', 'tags', 'author', 'status', 'description'];
@@ -251,20 +319,27 @@ export function buildVectors(doc: IndexDocument): {
   vector: string;
   head: string;
   rank: string;
+  pairs: Buffer | null;
   words: string[];
 } {
   const stem = cachedStemmer();
   const vector = new VectorBuilder();
   const head = new VectorBuilder();
   const rank = new VectorBuilder(RANK_POSITIONS);
+  const pairs = new PairSketch();
   const words = new Set<string>();
   let position = 1;
   const addField = (field: TextField): boolean => {
     const free = FREE_TEXT_FIELDS.includes(field);
     for (const segment of doc.fields[field]) {
+      let previous: string | null = null;
       for (const word of segment) {
         if (vector.bytes > VECTOR_BUDGET_BYTES) return false;
         const s = stem(word);
+        if (free) {
+          if (previous !== null) pairs.add(previous, s);
+          previous = s;
+        }
         vector.add(stemLexeme(field, s), position, WEIGHT[field], true);
         vector.add(wordLexeme(field, word), position, WEIGHT[field]);
         if (field === 'title' || field === 'tags') {
@@ -289,6 +364,9 @@ export function buildVectors(doc: IndexDocument): {
     vector: vector.toString(),
     head: head.toString(),
     rank: ranked === '' ? marks : `${ranked} ${marks}`,
+    // Past MAX_POSITION positions are clamped, so `vector` can hold a phrase whose words are not
+    // adjacent in the text: no sketch then, and every candidate is checked as before.
+    pairs: position > MAX_POSITION ? null : pairs.toBuffer(),
     words: [...words].sort(),
   };
 }

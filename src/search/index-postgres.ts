@@ -15,6 +15,7 @@ import {
 } from './compile-postgres.ts';
 import { type IndexDocument, type IndexedRow, type VocabularyDelta, vocabularyJson } from './document.ts';
 import { MAX_SCAN_CHARS } from './excerpt.ts';
+import { layoutOf } from './layout.ts';
 import type { SearchPage, SearchQuery } from './search-index.ts';
 
 /** The words an indexed document adds to the account's vocabulary (content may stop at the size budget). */
@@ -22,14 +23,15 @@ export const wordsOf = (doc: IndexDocument): string[] => buildVectors(doc).words
 
 /** Adds the object's row; returns the distinct words it indexed. */
 export async function insertDocument(db: Db, row: IndexedRow, doc: IndexDocument): Promise<string[]> {
-  const { vector, head, rank, words } = buildVectors(doc);
+  const { vector, head, rank, pairs, words } = buildVectors(doc);
+  // Migrations before 0019 rewrite entries into a table without `pairs` (layout.ts).
+  const sketch = layoutOf(db).pairSketch;
   await sql`
     INSERT INTO search_documents
-      (account_id, id, type, title_sort, created_at, tags, metadata, vector, head, rank)
+      (account_id, id, type, title_sort, created_at, tags, metadata, vector, head, rank${sql.raw(sketch ? ', pairs' : '')})
     VALUES (${row.account_id}, ${row.id}, ${row.type}, ${row.title_sort}, ${row.created_at}::timestamptz,
-      ${row.tags}::jsonb, ${row.metadata}::jsonb, ${vector}::tsvector, ${head}::tsvector, ${rank}::tsvector)`.execute(
-    db,
-  );
+      ${row.tags}::jsonb, ${row.metadata}::jsonb, ${vector}::tsvector, ${head}::tsvector, ${rank}::tsvector
+      ${sketch ? sql`, ${pairs}::bytea` : sql``})`.execute(db);
   return words;
 }
 
@@ -151,7 +153,8 @@ export async function search(db: Db, q: SearchQuery): Promise<SearchPage> {
       ${q.from ?? null}::timestamptz, ${q.to ?? null}::timestamptz, ${q.sort}::text,
       ${q.order === 'desc'}::boolean, ${q.limit}::int4, ${q.offset}::int8, ${MAX_SCAN_CHARS}::int4,
       ${phrases?.phrases ?? null}::tsquery, ${phrases?.gate ?? null}::tsquery, ${tiers}::tsquery,
-      ${phrases?.vectorPhrases ?? null}::tsquery)`.execute(db);
+      ${phrases?.vectorPhrases ?? null}::tsquery,
+      ${phrases && phrases.pairs.length > 0 ? phrases.pairs : null}::int4[])`.execute(db);
   const hits = rows.flatMap((r) =>
     r.id === null
       ? []

@@ -11,6 +11,7 @@ import {
 } from './document.ts';
 import * as postgres from './index-postgres.ts';
 import * as sqlite from './index-sqlite.ts';
+import { layoutOf } from './layout.ts';
 import type { Plan } from './plan.ts';
 import { matchesWildcard } from './text.ts';
 
@@ -62,22 +63,6 @@ export const MAX_EXPANDED_PATTERNS = 8;
 
 const impl = (dialect: Dialect) => (dialect === 'postgres' ? postgres : sqlite);
 
-/** Transactions of migrations that run before 0018, on PostgreSQL's one-row-per-word vocabulary. */
-const unstriped = new WeakSet<object>();
-
-/**
- * Runs `fn` with `trx`'s vocabulary changes written as before migration 0018 (one row per word):
- * for migrations 0015-0017, which rewrite index entries before 0018 has changed the table.
- */
-export async function withUnstripedVocabulary<T>(trx: Db, fn: () => Promise<T>): Promise<T> {
-  unstriped.add(trx);
-  try {
-    return await fn();
-  } finally {
-    unstriped.delete(trx);
-  }
-}
-
 /** Per group-commit batch: account -> word -> the batch's summed vocabulary change so far. */
 const batchVocabulary = new WeakMap<object, Map<string, Map<string, number>>>();
 
@@ -96,7 +81,7 @@ async function applyVocabulary(
   delta: VocabularyDelta,
 ): Promise<void> {
   const apply =
-    dialect === 'postgres' && unstriped.has(db)
+    dialect === 'postgres' && !layoutOf(db).stripedVocabulary
       ? postgres.applyVocabularyUnstriped
       : impl(dialect).applyVocabulary;
   const batch = batchOf(db);

@@ -235,3 +235,65 @@ describe('PostgreSQL writes: the vocabulary is striped', { skip: postgresSkipRea
     assert.equal(bad.rows[0]?.n, 0);
   });
 });
+
+/**
+ * Migrations 0015-0017 rewrite index entries through the current indexer while the tables are as
+ * 0014 left them: one vocabulary row per word (0018 adds stripes) and no pair sketch (0019).
+ */
+describe('PostgreSQL upgrades: entries rewritten before 0018 and 0019', {
+  skip: postgresSkipReason(),
+}, () => {
+  it('are written in the layout the tables have then, and found after the upgrade', async () => {
+    const created = await createTestDatabase('postgres');
+    const database = openDatabase(created.config);
+    try {
+      await migrate(database, { to: '0014-title-collation' });
+      const { account } = await createAccount(database, { name: 'Old', adminEmail: 'old@example.com' });
+      const title = 'Upgrade notes';
+      // U+2122 folds to a space since 0015, so 0015 rewrites this object's entry.
+      const row: DataRow = {
+        account_id: account.id,
+        id: newId('data'),
+        title,
+        title_sort: titleSortKey(title),
+        type: 'note',
+        content: 'report alpha\u2122beta then omega sigma',
+        tags: '[]',
+        metadata: '{}',
+        created_at: new Date().toISOString(),
+        updated_at: null,
+      };
+      await insertDataObject(database.db, 'postgres', row);
+      const applied = await migrate(database);
+      assert.ok(applied.includes('0015-symbol-words') && applied.includes('0019-phrase-pairs'), `${applied}`);
+      const { rows } = await sql<{ sketch: boolean; matches: boolean }>`
+        SELECT pairs IS NOT NULL AS sketch, vector @@ '''alpha'' <-> ''beta'''::tsquery AS matches
+        FROM search_documents WHERE account_id = ${account.id} AND id = ${row.id}`.execute(database.db);
+      assert.deepEqual(rows, [{ sketch: false, matches: true }], 'rewritten by 0015, before 0019');
+      const vocabulary = await sql<{ word: string; docs: number }>`
+        SELECT word, sum(docs)::int AS docs FROM search_vocab
+        WHERE account_id = ${account.id} AND word IN ('alpha', 'beta', 'omega') GROUP BY word ORDER BY word`.execute(
+        database.db,
+      );
+      assert.deepEqual(
+        vocabulary.rows.map((r) => [r.word, r.docs]),
+        [
+          ['alpha', 1],
+          ['beta', 1],
+          ['omega', 1],
+        ],
+      );
+      // The next write of the object gives it a sketch.
+      await database.write(async (trx) => {
+        await reindexDataObject(trx, 'postgres', row, { ...row, content: `${row.content} again` });
+      });
+      const after = await sql<{ sketch: boolean }>`
+        SELECT pairs IS NOT NULL AS sketch FROM search_documents
+        WHERE account_id = ${account.id} AND id = ${row.id}`.execute(database.db);
+      assert.deepEqual(after.rows, [{ sketch: true }]);
+    } finally {
+      await database.close();
+      await created.drop();
+    }
+  });
+});

@@ -4,6 +4,7 @@ import {
   buildVectors,
   compileTsquery,
   fieldTsquery,
+  pairHashes,
   rankPhrases,
   rankTsquery,
 } from '../../src/search/compile-postgres.ts';
@@ -110,12 +111,14 @@ describe('compilers', () => {
       phrases: "('a' <-> 'b') & ('d' <-> 'e')",
       vectorPhrases: `(${spill('a')} <-> ${spill('b')}) & (${spill('d')} <-> ${spill('e')})`,
       gate: "(('a' <-> 'b') & ('d' <-> 'e')) | !'~' | '~a' | '~b' | '~d' | '~e'",
+      pairs: [...pairHashes('a', 'b'), ...pairHashes('d', 'e')],
     });
     assert.deepEqual(rankPhrases(plan('"a b"')!), {
       match: "('a' & 'b')",
       phrases: "('a' <-> 'b')",
       vectorPhrases: `(${spill('a')} <-> ${spill('b')})`,
       gate: "(('a' <-> 'b')) | !'~' | '~a' | '~b'",
+      pairs: [...pairHashes('a', 'b'), ...pairHashes('a', 'b')],
     });
     for (const q of ['a b', 'title:"a b"', 'author:"a b"', '"a b" OR c', '-"a b" c'])
       assert.equal(rankPhrases(plan(q)!), null, q);
@@ -143,6 +146,19 @@ describe('index documents', () => {
     assert.equal(fts[1], 'run report');
     assert.equal(fts[2], 'q3 plan \u00b7 op');
     assert.equal(fts[8], 'q3 plan \u00b7 ops');
+  });
+
+  test('the pair sketch grows with the text, and is left out where positions are clamped', () => {
+    const sketch = (words: number) =>
+      buildVectors(
+        buildIndexDocument({ ...row, content: Array.from({ length: words }, (_, i) => `w${i}`).join(' ') }),
+      ).pairs;
+    assert.equal(sketch(3)?.length, 16, 'at least 128 bits');
+    assert.equal(sketch(100)?.length, 128, '8 to 16 bits per pair');
+    assert.equal(sketch(5000)?.length, 1024, 'at most 8192 bits');
+    // Past position 16383 PostgreSQL stores every word at 16383, so `vector` may hold a phrase
+    // whose words are not adjacent in the text; the sketch must not rule such a row out.
+    assert.equal(sketch(16380), null);
   });
 
   test('vocabulary deltas count each word once, sorted', () => {

@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { before, it } from 'node:test';
 import { type Kysely, sql } from 'kysely';
 import { up as migrate0017 } from '../../src/db/migrations/0017-phrase-spill.ts';
+import { pairHashes } from '../../src/search/compile-postgres.ts';
+import { buildIndexDocument, cachedStemmer, FREE_TEXT_FIELDS } from '../../src/search/document.ts';
 import { describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
 import { createNotes, search } from './corpus.ts';
 
@@ -190,5 +192,83 @@ describeEachDatabase("GET /search: phrases after a word's 256th occurrence", (h)
         ],
         'the vocabulary is unchanged',
       );
+    });
+});
+
+// Migration 0019: on PostgreSQL a phrase candidate is first tested against the row's sketch of
+// adjacent stem pairs (compile-postgres.ts `PairSketch`) and ruled out when it lacks a pair.
+describeEachDatabase('GET /search: phrases among many candidates', (h) => {
+  let acc: TestAccount;
+  const ids: Record<string, string> = {};
+  /** Long objects that all hold "omega" and "sigma"; only some hold them adjacent, in that order. */
+  const words = (i: number) => Array.from({ length: 400 }, (_, j) => `w${(i * 7 + j * 13) % 997}x`).join(' ');
+  const contents: Record<string, Record<string, unknown>> = {};
+  for (let i = 0; i < 24; i++) {
+    const adjacent = i % 5 === 0;
+    contents[`n${i}`] = {
+      title: `Sketch ${i}`,
+      tags: i % 7 === 3 ? ['omega sigma'] : ['sigma', 'omega'],
+      content: `${words(i)} ${adjacent ? 'omega sigma' : 'sigma omega filler omega'} ${words(i + 1)} sigma`,
+    };
+  }
+  const names = (results: { id: string }[]) =>
+    results.map((r) => Object.keys(ids).find((k) => ids[k] === r.id)).sort();
+
+  before(async () => {
+    acc = await h.account('enterprise');
+    Object.assign(ids, await createNotes(h, acc, contents));
+  });
+
+  it('finds exactly the objects whose text holds the phrase', async () => {
+    const res = await search(h, acc.adminKey, { q: '"omega sigma"', limit: 100 });
+    assert.equal(res.status, 200, res.raw);
+    const expected = Object.keys(contents)
+      .filter((_, i) => i % 5 === 0 || i % 7 === 3)
+      .sort();
+    assert.deepEqual(names(res.body.data.results), expected);
+    assert.equal(res.body.data.total, expected.length);
+  });
+
+  if (h.dialect === 'postgres')
+    it('sets the bits of every adjacent pair of title, tags and content, as search_page reads them', async () => {
+      const stem = cachedStemmer();
+      for (const name of ['n0', 'n3', 'n4']) {
+        const row = await h.database.db
+          .selectFrom('data_objects')
+          .select(['account_id', 'id', 'title', 'type', 'content', 'tags', 'metadata'])
+          .where('account_id', '=', acc.id)
+          .where('id', '=', ids[name]!)
+          .executeTakeFirstOrThrow();
+        const doc = buildIndexDocument(row);
+        const hashes: number[] = [];
+        for (const field of FREE_TEXT_FIELDS)
+          for (const segment of doc.fields[field])
+            for (let i = 0; i + 1 < segment.length; i++)
+              hashes.push(...pairHashes(stem(segment[i]!), stem(segment[i + 1]!)));
+        assert.ok(hashes.length > 1600, `${name}: ${hashes.length / 2} pairs`);
+        const { rows } = await sql<{ bytes: number; unset: number }>`
+          SELECT octet_length(pairs) AS bytes,
+            (SELECT count(*)::int FROM unnest(${hashes}::int4[]) h
+             WHERE get_bit(pairs, h & (octet_length(pairs) * 8 - 1)) = 0) AS unset
+          FROM search_documents WHERE account_id = ${acc.id} AND id = ${ids[name]!}`.execute(h.database.db);
+        assert.equal(rows[0]?.unset, 0, `${name}: every pair's bits are set`);
+        assert.equal(rows[0]?.bytes, 1024, `${name}: 800 pairs take the largest sketch`);
+      }
+    });
+
+  if (h.dialect === 'postgres')
+    it('rules out a candidate whose sketch lacks the pair, and checks a row without one as before', async () => {
+      const db = h.database.db;
+      const found = async () =>
+        names((await search(h, acc.adminKey, { q: '"omega sigma"', limit: 100 })).body.data.results);
+      const setSketch = (value: Buffer | null) =>
+        sql`UPDATE search_documents SET pairs = ${value} WHERE account_id = ${acc.id} AND id = ${ids.n5!}`.execute(
+          db,
+        );
+      assert.ok((await found()).includes('n5'));
+      await setSketch(Buffer.alloc(16)); // no bit set: no pair
+      assert.ok(!(await found()).includes('n5'), 'ruled out by its sketch');
+      await setSketch(null); // as a row written before 0019
+      assert.ok((await found()).includes('n5'), 'checked on rank without a sketch');
     });
 });

@@ -53,6 +53,12 @@ export interface SearchPageOptions {
    * compile-postgres.ts `SPILL_LEVELS`); `p_phrases` stays the check on `rank`.
    */
   spill?: boolean;
+  /**
+   * 0019: `p_pairs`, SKETCH_PROBES hashes of the phrases' adjacent stem pairs (compile-postgres.ts
+   * `sketchProbes`): a candidate whose `pairs` sketch lacks one of their bits is ruled out before
+   * its `rank` is read. Null tests nothing; so does a row without a sketch.
+   */
+  pairs?: boolean;
 }
 
 /** `search_page` with the result order `order` (SQL over `m`; 0008 replaces 0007's). */
@@ -64,11 +70,20 @@ export function searchPageDefinition(
     ...(options.phrases ? ['p_phrases tsquery', 'p_gate tsquery'] : []),
     ...(options.tiers ? ['p_tiers tsquery'] : []),
     ...(options.spill ? ['p_vector_phrases tsquery'] : []),
+    ...(options.pairs ? ['p_pairs int4[]'] : []),
   ];
   const vectorPhrases = sql.raw(options.spill ? 'p_vector_phrases' : 'p_phrases');
   // Each `s.rank @@` decompresses `rank` again, so most candidates are ruled out by the gate alone.
+  // The sketch's bits are tested first: a few operations on a column in the row.
+  const sketch = options.pairs
+    ? sql.raw(
+        `(p_pairs IS NULL OR s.pairs IS NULL OR (${[1, 2, 3, 4]
+          .map((i) => `get_bit(s.pairs, p_pairs[${i}] & (octet_length(s.pairs) * 8 - 1)) = 1`)
+          .join(' AND ')})) AND `,
+      )
+    : sql``;
   const phraseCheck = options.phrases
-    ? sql`AND (p_phrases IS NULL OR (s.rank @@ p_gate AND (s.rank @@ p_phrases OR s.vector @@ ${vectorPhrases})))`
+    ? sql`AND (p_phrases IS NULL OR (${sketch}s.rank @@ p_gate AND (s.rank @@ p_phrases OR s.vector @@ ${vectorPhrases})))`
     : sql``;
   const filters = sql`
           AND (p_type IS NULL OR s.type = p_type)

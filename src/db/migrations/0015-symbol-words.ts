@@ -1,5 +1,6 @@
 import { type Kysely, type RawBuilder, sql } from 'kysely';
 import { buildIndexDocument, type IndexDocument } from '../../search/document.ts';
+import { withIndexLayout } from '../../search/layout.ts';
 import { asBatch } from '../group-commit.ts';
 import type { DataObjectsTable, Db, Dialect } from '../types.ts';
 
@@ -134,21 +135,22 @@ export async function rewriteEntries(
 ): Promise<number> {
   const batch = opts.batch ?? BATCH;
   // Loaded here: the indexer imports database.ts, which imports this file.
-  const { replaceIndexEntry, withUnstripedVocabulary } = await import('../../search/search-index.ts');
+  const { replaceIndexEntry } = await import('../../search/search-index.ts');
   await sql`CREATE TABLE IF NOT EXISTS ${sql.table(PROGRESS)} (
     name text PRIMARY KEY, last_account text, last_id text, done integer NOT NULL DEFAULT 0)`.execute(db);
   await sql`INSERT INTO ${sql.table(PROGRESS)} (name) VALUES (${name}) ON CONFLICT (name) DO NOTHING`.execute(
     db,
   );
-  const striped =
-    dialect !== 'postgres' ||
-    (
-      await sql<{ striped: boolean }>`
-        SELECT EXISTS (SELECT FROM pg_attribute
-          WHERE attrelid = 'search_vocab'::regclass AND attname = 'stripe' AND NOT attisdropped) AS striped`.execute(
-        db,
-      )
-    ).rows[0]?.striped === true;
+  const layout = { stripedVocabulary: true, pairSketch: true };
+  if (dialect === 'postgres') {
+    const { rows: columns } = await sql<{ attname: string }>`
+      SELECT attname FROM pg_attribute
+      WHERE attrelid IN ('search_vocab'::regclass, 'search_documents'::regclass)
+        AND attname IN ('stripe', 'pairs') AND NOT attisdropped`.execute(db);
+    const has = new Set(columns.map((c) => c.attname));
+    layout.stripedVocabulary = has.has('stripe');
+    layout.pairSketch = has.has('pairs');
+  }
   let rewritten = 0;
   for (let n = 0; opts.batches === undefined || n < opts.batches; n++) {
     const finished = await inTransaction(db, dialect, async (trx) => {
@@ -176,8 +178,8 @@ export async function rewriteEntries(
             rewritten++;
           }
         });
-      // As a migration, 0015-0017 run before 0018 has striped PostgreSQL's vocabulary.
-      await (striped ? run() : withUnstripedVocabulary(trx as unknown as Db, run));
+      // As migrations, 0015-0017 run before 0018 and 0019 have changed PostgreSQL's index tables.
+      await withIndexLayout(trx, layout, run);
       const last = rows.at(-1);
       const done = rows.length < batch;
       await sql`UPDATE ${sql.table(PROGRESS)}
