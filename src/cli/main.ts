@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.ts';
 import { migrate, openDatabase } from '../db/database.ts';
 import { createLogger } from '../lib/logger.ts';
+import { reindexSearch } from '../search/reindex.ts';
 import { accountsCommand } from './accounts.ts';
 import { backupCommand } from './backup.ts';
 import { keysCommand } from './keys.ts';
@@ -14,6 +15,8 @@ Commands:
   serve                                   Serve the API (HTTPS) and run the background workers
   worker                                  Run the background workers (webhook deliveries, mail) alone
   migrate                                 Bring the database schema up to date
+  reindex [--restart]                     Rewrite every object's search entry (beside a running server;
+                                          resumes an interrupted run unless --restart)
   backup DIR                              Copy ADS_DATA_DIR to DIR, the SQLite database as a consistent snapshot
   accounts create --name N --admin-email E [--plan free|pro|enterprise] [--json]
   accounts set-plan ACCOUNT_ID PLAN
@@ -45,6 +48,28 @@ async function main(argv: string[]): Promise<number> {
       try {
         const applied = await migrate(database);
         process.stdout.write(applied.length ? `Applied: ${applied.join(', ')}\n` : 'Schema is up to date.\n');
+      } finally {
+        await database.close();
+      }
+      return 0;
+    }
+    case 'reindex': {
+      const { values } = parseArgs({ args: rest, options: { restart: { type: 'boolean' } } });
+      const database = openDatabase(config.database);
+      try {
+        await migrate(database);
+        let logged = Date.now();
+        const { rewritten, resumed } = await reindexSearch(database, {
+          restart: values.restart === true,
+          onBatch: (n) => {
+            if (Date.now() - logged < 5000) return;
+            logged = Date.now();
+            logger.info({ rewritten: n }, 'reindex progress');
+          },
+        });
+        process.stdout.write(
+          `Reindexed ${rewritten} objects${resumed ? ' (resumed an interrupted run)' : ''}.\n`,
+        );
       } finally {
         await database.close();
       }

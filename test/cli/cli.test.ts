@@ -188,6 +188,16 @@ describe('ads command line', () => {
     }
   });
 
+  it('reindex: rewrites every search entry and says how many', () => {
+    const res = runAds(['reindex'], env);
+    assert.equal(res.code, 0, res.stderr);
+    assert.match(res.stdout, /^Reindexed \d+ objects\.\n$/);
+    const again = runAds(['reindex', '--restart'], env);
+    assert.equal(again.code, 0, again.stderr);
+    assert.equal(again.stdout, res.stdout);
+    assert.equal(runAds(['reindex', '--bogus'], env).code, 2);
+  });
+
   it('rejects an unknown command with usage and exit 2', () => {
     const res = runAds(['frobnicate'], env);
     assert.equal(res.code, 2);

@@ -118,6 +118,8 @@ export async function refold(
 export interface RewriteOptions {
   batch?: number;
   batches?: number;
+  /** Called after each batch commits, with the number of entries rewritten so far. */
+  onBatch?: (rewritten: number) => void;
 }
 
 /**
@@ -164,10 +166,14 @@ export async function rewriteEntries(
       if (!at || Number(at.done) === 1) return true;
       const after =
         at.last_account === null ? sql`` : sql`AND (account_id, id) > (${at.last_account}, ${at.last_id})`;
+      // Locked on PostgreSQL: a PATCH or DELETE of an object in the batch waits for it, so no
+      // entry is rewritten from a row that changed meanwhile (`ads reindex` runs beside the server).
       const { rows } = await sql<Row>`
         SELECT account_id, id, title, title_sort, type, content, tags, metadata, created_at
         FROM data_objects WHERE (${where}) ${after}
-        ORDER BY account_id, id LIMIT ${batch}`.execute(trx);
+        ORDER BY account_id, id LIMIT ${batch}${dialect === 'postgres' ? sql` FOR UPDATE` : sql``}`.execute(
+        trx,
+      );
       // One batch: the vocabulary changes of its rows are summed and applied once per account.
       const run = () =>
         asBatch(trx as unknown as Db, async () => {
@@ -188,6 +194,7 @@ export async function rewriteEntries(
         WHERE name = ${name}`.execute(trx);
       return done;
     });
+    opts.onBatch?.(rewritten);
     if (finished) break;
   }
   return rewritten;
