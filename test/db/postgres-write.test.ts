@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import { type Database, migrate, openDatabase } from '../../src/db/database.ts';
 import { beforeCommit, inBatch } from '../../src/db/group-commit.ts';
@@ -9,38 +8,8 @@ import { titleSortKey } from '../../src/lib/sort-key.ts';
 import { createAccount } from '../../src/modules/accounts/service.ts';
 import { type DataRow, insertDataObject } from '../../src/modules/data/repo.ts';
 import { indexDataObject, reindexDataObject, unindexDataObject } from '../../src/search/search-index.ts';
+import { whileOpen } from '../helpers/concurrency.ts';
 import { createTestDatabase, postgresSkipReason } from '../helpers/databases.ts';
-
-/**
- * Runs `first` until it calls `hold` and keeps it there while `second` runs: 'committed' when
- * `second` finished within 3 s, 'waiting' when it was still blocked then. Both finish before this returns.
- */
-async function whileOpen(
-  first: (hold: () => Promise<void>) => Promise<unknown>,
-  second: () => Promise<unknown>,
-): Promise<'committed' | 'waiting'> {
-  let release!: () => void;
-  const gate = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  let reached!: () => void;
-  const atHold = new Promise<void>((resolve) => {
-    reached = resolve;
-  });
-  const one = first(() => {
-    reached();
-    return gate;
-  });
-  await atHold;
-  const two = second();
-  const outcome = await Promise.race([
-    two.then(() => 'committed' as const),
-    sleep(3000).then(() => 'waiting' as const),
-  ]);
-  release();
-  await Promise.all([one, two]);
-  return outcome;
-}
 
 /**
  * On PostgreSQL every write is its own transaction, run as a batch of one: the search vocabulary

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { before, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import { REINDEX, reindexSearch } from '../../src/search/reindex.ts';
+import { whileOpen } from '../helpers/concurrency.ts';
 import { describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
 import { createNotes, foundIds } from './corpus.ts';
 
@@ -74,31 +74,21 @@ describeEachDatabase('ads reindex: search entries written again', (h) => {
   if (h.dialect === 'postgres')
     it("locks each batch's objects, so a write to one of them cannot slip between read and rewrite", async () => {
       const db = h.database.db;
-      let release!: () => void;
-      const held = new Promise<void>((resolve) => {
-        release = resolve;
-      });
-      let locked!: () => void;
-      const isLocked = new Promise<void>((resolve) => {
-        locked = resolve;
-      });
       // A write in progress on one object: its UPDATE holds the row (a lock that the foreign key
       // check of the entry's insert does not wait for, so only the batch's own lock can).
-      const writer = db.transaction().execute(async (trx) => {
-        await sql`
-          UPDATE data_objects SET updated_at = updated_at
-          WHERE account_id = ${acc.id} AND id = (SELECT min(id) FROM data_objects WHERE account_id = ${acc.id})`.execute(
-          trx,
-        );
-        locked();
-        await held;
-      });
-      await isLocked;
-      const run = reindexSearch(h.database, { restart: true });
-      const outcome = await Promise.race([run.then(() => 'finished'), sleep(1000).then(() => 'waiting')]);
-      release();
-      await writer;
-      await run;
+      const outcome = await whileOpen(
+        (hold) =>
+          db.transaction().execute(async (trx) => {
+            await sql`
+              UPDATE data_objects SET updated_at = updated_at
+              WHERE account_id = ${acc.id} AND id = (SELECT min(id) FROM data_objects WHERE account_id = ${acc.id})`.execute(
+              trx,
+            );
+            await hold();
+          }),
+        () => reindexSearch(h.database, { restart: true }),
+        1000,
+      );
       assert.equal(outcome, 'waiting', 'the batch waited for the write');
     });
 

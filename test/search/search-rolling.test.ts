@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { before, it } from 'node:test';
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import { describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
 
 // docs/deployment.md "Migrations": the previous release keeps working against the new schema
@@ -19,55 +19,38 @@ describeEachDatabase('search during a rolling deploy', (h) => {
     id = res.body.data.id;
   });
 
-  if (h.dialect === 'postgres')
-    it("answers the previous release's search statement", async () => {
-      // As src/search/index-postgres.ts called it before migration 0009.
-      const { rows } = await sql<{ id: string; total: string }>`
-        SELECT * FROM search_page(${acc.id}, ${"('alpha' <-> 'beta')"}::tsquery,
-          ${"('alpha':A <-> 'beta':A)"}::tsquery, ${"('alpha':B <-> 'beta':B)"}::tsquery,
-          ${"('alpha' <-> 'beta')"}::tsquery, ${null}::text, ${null}::jsonb, ${null}::jsonb,
-          ${null}::timestamptz, ${null}::timestamptz, ${'relevance'}::text,
-          ${true}::boolean, ${20}::int4, ${0}::int8, ${1000}::int4)`.execute(h.database.db);
-      assert.deepEqual(
-        rows.map((r) => [r.id, Number(r.total)]),
-        [[id, 1]],
-      );
-    });
-
-  if (h.dialect === 'postgres')
-    it("answers the search statement of the release before 0017's spills", async () => {
-      // As src/search/index-postgres.ts called it from migration 0010 to 0016: 18 arguments.
-      const { rows } = await sql<{ id: string; total: string }>`
-        SELECT * FROM search_page(${acc.id}, ${"('alpha' & 'beta')"}::tsquery,
-          ${"('alpha':A <-> 'beta':A)"}::tsquery, ${"('alpha':B <-> 'beta':B)"}::tsquery,
-          ${"('alpha' <-> 'beta')"}::tsquery, ${null}::text, ${null}::jsonb, ${null}::jsonb,
-          ${null}::timestamptz, ${null}::timestamptz, ${'relevance'}::text,
-          ${true}::boolean, ${20}::int4, ${0}::int8, ${1000}::int4, ${"('alpha' <-> 'beta')"}::tsquery,
-          ${"(('alpha' <-> 'beta')) | !'~' | '~alpha' | '~beta'"}::tsquery, ${null}::tsquery)`.execute(
-        h.database.db,
-      );
-      assert.deepEqual(
-        rows.map((r) => [r.id, Number(r.total)]),
-        [[id, 1]],
-      );
-    });
-
-  if (h.dialect === 'postgres')
-    it("answers the search statement of the release before 0019's pair sketch", async () => {
-      // As src/search/index-postgres.ts called it from migration 0017 to 0018: 19 arguments.
-      const { rows } = await sql<{ id: string; total: string }>`
-        SELECT * FROM search_page(${acc.id}, ${"('alpha' & 'beta')"}::tsquery,
-          ${"('alpha':A <-> 'beta':A)"}::tsquery, ${"('alpha':B <-> 'beta':B)"}::tsquery,
-          ${"('alpha' <-> 'beta')"}::tsquery, ${null}::text, ${null}::jsonb, ${null}::jsonb,
-          ${null}::timestamptz, ${null}::timestamptz, ${'relevance'}::text,
-          ${true}::boolean, ${20}::int4, ${0}::int8, ${1000}::int4, ${"('alpha' <-> 'beta')"}::tsquery,
-          ${"(('alpha' <-> 'beta')) | !'~' | '~alpha' | '~beta'"}::tsquery, ${null}::tsquery,
-          ${"(('alpha' | 'alpha~2') <-> ('beta' | 'beta~2'))"}::tsquery)`.execute(h.database.db);
-      assert.deepEqual(
-        rows.map((r) => [r.id, Number(r.total)]),
-        [[id, 1]],
-      );
-    });
+  // The arguments each older release passed after the 15 of 0007: its search statement, as
+  // src/search/index-postgres.ts called it then.
+  const phrase = "('alpha' <-> 'beta')";
+  const gate = "(('alpha' <-> 'beta')) | !'~' | '~alpha' | '~beta'";
+  const releases: [string, string, RawBuilder<unknown>][] = [
+    ['before migration 0009', phrase, sql``],
+    [
+      "before 0017's spills (0010 to 0016: 18 arguments)",
+      "('alpha' & 'beta')",
+      sql`, ${phrase}::tsquery, ${gate}::tsquery, ${null}::tsquery`,
+    ],
+    [
+      "before 0019's pair sketch (0017 to 0018: 19 arguments)",
+      "('alpha' & 'beta')",
+      sql`, ${phrase}::tsquery, ${gate}::tsquery, ${null}::tsquery,
+        ${"(('alpha' | 'alpha~2') <-> ('beta' | 'beta~2'))"}::tsquery`,
+    ],
+  ];
+  for (const [release, match, later] of releases)
+    if (h.dialect === 'postgres')
+      it(`answers the search statement of the release ${release}`, async () => {
+        const { rows } = await sql<{ id: string; total: string }>`
+          SELECT * FROM search_page(${acc.id}, ${match}::tsquery,
+            ${"('alpha':A <-> 'beta':A)"}::tsquery, ${"('alpha':B <-> 'beta':B)"}::tsquery,
+            ${phrase}::tsquery, ${null}::text, ${null}::jsonb, ${null}::jsonb,
+            ${null}::timestamptz, ${null}::timestamptz, ${'relevance'}::text,
+            ${true}::boolean, ${20}::int4, ${0}::int8, ${1000}::int4${later})`.execute(h.database.db);
+        assert.deepEqual(
+          rows.map((r) => [r.id, Number(r.total)]),
+          [[id, 1]],
+        );
+      });
 
   it('and the current one', async () => {
     const res = await h.request('GET', '/v1/search?q=%22alpha%20beta%22', { key: acc.adminKey });
