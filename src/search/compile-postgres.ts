@@ -250,7 +250,10 @@ export function rankPhrases(
 const SKETCH_BITS_PER_PAIR = 8;
 const SKETCH_MIN_BITS = 128;
 const SKETCH_MAX_BITS = 8192;
-/** search_page tests this many bits: the first two pairs of the query's phrases (repeated if fewer). */
+/**
+ * search_page tests this many bits: the first two pairs of the query's phrases (repeated if fewer).
+ * Migration 0019 wrote the four tests into its SQL, so changing this needs a new migration.
+ */
 export const SKETCH_PROBES = 4;
 
 /** FNV-1a over `a`, a space (no stem holds one), `b`; then two murmur3 finalisers: two 32-bit hashes. */
