@@ -4,10 +4,10 @@
 // (before 0009) or without a pair sketch (before 0019) are correct but slower to search.
 import { type Kysely, sql } from 'kysely';
 import type { Database } from '../db/database.ts';
-import { rewriteEntries } from '../db/migrations/0015-symbol-words.ts';
+import { PROGRESS, rewriteEntries } from '../db/migrations/0015-symbol-words.ts';
 import { buildIndexDocument } from './document.ts';
 
-/** The progress record of `ads reindex` in search_refold_progress. */
+/** The progress record of `ads reindex` in PROGRESS (search_refold_progress). */
 export const REINDEX = 'reindex';
 
 export interface ReindexOptions {
@@ -23,22 +23,21 @@ export interface ReindexOptions {
  * Rewrites the search entry of every object, `batch` objects per transaction, in (account, id)
  * order, and returns how many it rewrote and whether it resumed an interrupted run. The words an
  * entry holds do not change, so neither do the vocabulary counts; on PostgreSQL each batch locks
- * its objects' rows, so writes to those objects wait for the batch (about a millisecond per object).
+ * its objects' rows, so writes to those objects wait for the batch (a few milliseconds per object).
+ * Needs a migrated database (migration 0015 creates the progress table).
  */
 export async function reindexSearch(
   database: Database,
   opts: ReindexOptions = {},
 ): Promise<{ rewritten: number; resumed: boolean }> {
   const db = database.db as unknown as Kysely<unknown>;
-  await sql`CREATE TABLE IF NOT EXISTS search_refold_progress (
-    name text PRIMARY KEY, last_account text, last_id text, done integer NOT NULL DEFAULT 0)`.execute(db);
   const { rows } = await sql<{ last_account: string | null; done: number }>`
-    SELECT last_account, done FROM search_refold_progress WHERE name = ${REINDEX}`.execute(db);
+    SELECT last_account, done FROM ${sql.table(PROGRESS)} WHERE name = ${REINDEX}`.execute(db);
   const at = rows[0];
   const resumed = at !== undefined && Number(at.done) === 0 && at.last_account !== null && !opts.restart;
   if (at !== undefined && !resumed) {
     // A finished run (or --restart): this run starts again from the first object.
-    await sql`UPDATE search_refold_progress SET last_account = NULL, last_id = NULL, done = 0
+    await sql`UPDATE ${sql.table(PROGRESS)} SET last_account = NULL, last_id = NULL, done = 0
       WHERE name = ${REINDEX}`.execute(db);
   }
   const rewritten = await rewriteEntries(

@@ -49,7 +49,8 @@ type Row = Pick<
 >;
 
 /** Where each refold got to; a row per refold, kept once done so that it never runs again. */
-const PROGRESS = 'search_refold_progress';
+/** Where rewrites record their progress; created by this migration, so it exists on every database. */
+export const PROGRESS = 'search_refold_progress';
 
 /**
  * `fn` in a transaction of its own. On PostgreSQL the migration already runs in one (with the
