@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 /** The request kinds the scenarios send. */
-export type RouteKind = 'get-item' | 'list-date' | 'list-title' | 'create' | 'patch' | 'delete';
+export type RouteKind = 'get-item' | 'list-date' | 'list-title' | 'create' | 'patch' | 'delete' | 'search';
 
 export interface BaselineSpec {
   certFile: string;
@@ -33,6 +33,7 @@ export interface BaselineRoute {
 export function routeKind(method: string, url: string): RouteKind | 'other' {
   const isList = url === '/v1/data' || url.startsWith('/v1/data?');
   if (method === 'GET') {
+    if (url.startsWith('/v1/search?')) return 'search';
     if (isList) return url.includes('sort=title') ? 'list-title' : 'list-date';
     return url.startsWith('/v1/data/') ? 'get-item' : 'other';
   }

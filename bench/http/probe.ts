@@ -8,7 +8,13 @@ import { objectGenerator } from '../seed/words.ts';
 import type { BaselineRoute, BaselineSpec, RouteKind } from './baseline.ts';
 
 // Headers that belong to the connection or the body, which every server sets for itself.
-const OWN_HEADERS = new Set(['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding']);
+export const OWN_HEADERS = new Set([
+  'date',
+  'connection',
+  'keep-alive',
+  'content-length',
+  'transfer-encoding',
+]);
 
 const ITEM_SAMPLES = 25;
 

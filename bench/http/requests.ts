@@ -21,6 +21,8 @@ export interface LoadJob {
   readIdsFile: string;
   deleteIdsFile: string;
   seed: number;
+  /** The paths `search` requests take in turn (`/v1/search?q=…`), one sequence shared by all connections. */
+  searchPaths?: string[];
 }
 
 const BODY_VARIANTS = 256;
@@ -40,6 +42,8 @@ export function buildRequests(job: LoadJob, ids: { read: string[]; delete: strin
   let keyTurn = 0;
   let bodyTurn = 0;
   let deleteTurn = 0;
+  let searchTurn = 0;
+  const searchPaths = job.searchPaths ?? [];
   const auth = () => `Bearer ${job.keys[keyTurn++ % job.keys.length]}`;
   const randomId = () => ids.read[Math.floor(rand() * ids.read.length)];
   // Once every listed object is gone DELETE repeats the last one: the 404s then show up as errors.
@@ -82,6 +86,14 @@ export function buildRequests(job: LoadJob, ids: { read: string[]; delete: strin
     delete: () => ({
       method: 'DELETE',
       setupRequest: (req) => ({ ...req, path: `/v1/data/${deleteId()}`, headers: { authorization: auth() } }),
+    }),
+    search: () => ({
+      method: 'GET',
+      setupRequest: (req) => ({
+        ...req,
+        path: searchPaths[searchTurn++ % searchPaths.length],
+        headers: { authorization: auth() },
+      }),
     }),
   };
   return job.cycle.map((kind) => make[kind]());

@@ -23,7 +23,7 @@ import { type BenchTarget, createTarget } from '../seed/target.ts';
 import { type BaselineProcess, launchBaseline } from './baseline.ts';
 import { writeHttpSection } from './docs.ts';
 import { prepareFixtures, switchPlan } from './fixtures.ts';
-import { type LoadResult, runLoad } from './load.ts';
+import { type LoadResult, medianLoad, runLoad } from './load.ts';
 import { describeMachine } from './machine.ts';
 import { type HttpOptions, parseHttpOptions } from './options.ts';
 import { probeSizes } from './probe.ts';
@@ -218,30 +218,6 @@ async function runDatabase(dialect: BenchTarget['dialect'], rows: ResultRow[], d
     cleanups.delete(cleanup);
     await cleanup();
   }
-}
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-
-/** Legs of one row: medians of rate and latency, errors and requests summed, the highest peak RSS. */
-function medianLoad<T extends LoadResult & { peakRss?: number | undefined }>(legs: T[]): T {
-  if (legs.length === 1) return legs[0]!;
-  const statusCounts: Record<string, number> = {};
-  for (const l of legs)
-    for (const [k, v] of Object.entries(l.statusCounts)) statusCounts[k] = (statusCounts[k] ?? 0) + v;
-  const rss = legs.map((l) => l.peakRss).filter((x): x is number => x !== undefined);
-  return {
-    ...legs[0]!,
-    requests: legs.reduce((a, l) => a + l.requests, 0),
-    seconds: legs.reduce((a, l) => a + l.seconds, 0),
-    rps: median(legs.map((l) => l.rps)),
-    p50: median(legs.map((l) => l.p50)),
-    p95: median(legs.map((l) => l.p95)),
-    p99: median(legs.map((l) => l.p99)),
-    non2xx: legs.reduce((a, l) => a + l.non2xx, 0),
-    socketErrors: legs.reduce((a, l) => a + l.socketErrors, 0),
-    statusCounts,
-    peakRss: rss.length > 0 ? Math.max(...rss) : undefined,
-  };
 }
 
 function describeRow(

@@ -30,7 +30,8 @@ const ms = (n: number) => (n >= 10 ? n.toFixed(0) : n.toFixed(1));
 const mb = (bytes: number | undefined) => (bytes === undefined ? '?' : (bytes / 2 ** 20).toFixed(0));
 const ratio = (r: ResultRow) => (r.baseline.rps > 0 ? r.server.rps / r.baseline.rps : 0);
 
-function errors(r: LoadResult): string {
+/** Non-2xx answers and socket errors, with the count per status. */
+export function errorsCell(r: LoadResult): string {
   const total = r.non2xx + r.socketErrors;
   if (total === 0) return '0';
   const detail = Object.entries(r.statusCounts)
@@ -56,7 +57,7 @@ export function resultsTable(rows: ResultRow[]): string {
       ms(r.server.p50),
       ms(r.server.p95),
       ms(r.server.p99),
-      errors(r.server),
+      errorsCell(r.server),
       mb(r.server.peakRss),
       int(r.baseline.rps),
       ms(r.baseline.p99),

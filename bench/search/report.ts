@@ -2,6 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { writeBenchSection } from '../report.ts';
+import { type HttpsSummary, httpsTable } from './https.ts';
 
 export interface SearchBenchSummary {
   dialect: 'sqlite' | 'postgres';
@@ -13,6 +14,8 @@ export interface SearchBenchSummary {
   /** The engine's version and the cache setting its figures depend on. */
   server: string;
   results: Array<{ shape: string; example: string; avgTotal: number; http: number[]; raw: number[] }>;
+  /** The same queries over HTTPS against `ads serve` in its own process (absent: not run). */
+  https?: HttpsSummary | undefined;
 }
 
 const FILE = path.resolve(import.meta.dirname, '../../docs/benchmarks.md');
@@ -32,7 +35,12 @@ once each way (from 2026-11-25 on; tables of earlier days warmed up with the fir
 about a tenth of their measured requests were a query's first run).
 Latencies in milliseconds, sequential requests, \`limit=20\`, \`sort=relevance\`. Queries pick
 words from the account's own objects by document frequency (one term: words in 0.5-3 % of the
-objects; common term: 15-40 %).`;
+objects; common term: 15-40 %).
+From 2026-11-27 on, a second table per subsection has the same queries over HTTPS against the real
+server (\`ads serve\` in its own process on the seeded database, autocannon in another, the bare
+\`node:https\` baseline of the HTTP section in a third, answering with the shape's median answer
+size): req/s, latency percentiles, errors and the server's peak RSS (VmHWM, reset per leg), one
+connection unless the line above the table says otherwise. \`--https-seconds 0\` skips it.`;
 
 const ms = (x: number) => x.toFixed(1);
 
@@ -55,6 +63,19 @@ function subsection(s: SearchBenchSummary): string {
         `${r.http.map(ms).join(' | ')} | ${r.raw.map(ms).join(' | ')} | ${(r.http[0]! / r.raw[0]!).toFixed(2)} |`,
     ),
   ];
+  if (s.https) {
+    const h = s.https;
+    lines.push(
+      '',
+      `Over HTTPS (\`ads serve\` in its own process, autocannon in another, the bare \`node:https\` baseline ` +
+        `in a third answering the median answer size of the shape): ${h.connections} ` +
+        `${h.connections === 1 ? 'connection (sequential requests)' : 'connections'}, ${h.seconds} s per leg, ` +
+        `${h.rounds === 1 ? 'one baseline and one server leg per shape' : `median of ${h.rounds} alternating baseline and server legs`}; ` +
+        `start-up to ready on this database ${h.startupMs.toLocaleString('en')} ms.`,
+      '',
+      httpsTable(h),
+    );
+  }
   return lines.join('\n');
 }
 

@@ -7,8 +7,11 @@
  *
  *   node --import tsx bench/search/run.ts [--objects 100000] [--db sqlite|postgres]
  *     [--iterations 200] [--pg-url postgres://postgres@127.0.0.1:5432/postgres] [--dry-run]
- *     [--keep DIR] [--smoke]
+ *     [--keep DIR] [--smoke] [--https-seconds 10] [--https-connections 1] [--https-rounds 1]
  *
+ * Then the same queries over HTTPS (bench/search/https.ts): `ads serve` in its own process on the
+ * seeded database, autocannon in another, each shape beside the bare `node:https` baseline.
+ * `--https-seconds 0` skips that phase.
  * `--keep DIR` keeps the seeded database (SQLite file or PostgreSQL database, named in
  * DIR/state.json) and reuses it on the next run with the same DIR, so a measurement can be repeated
  * on a quiet machine without seeding again.
@@ -40,6 +43,7 @@ import { expandWildcards, indexDataObject, searchIndex } from '../../src/search/
 import { benchContext } from '../context.ts';
 import { toDataRow } from '../seed/seed.ts';
 import { objectGenerator, vocabulary } from './corpus.ts';
+import { measureOverHttps } from './https.ts';
 import { pickQueries, type Shape } from './queries.ts';
 import { writeSearchResults } from './report.ts';
 
@@ -56,6 +60,9 @@ const { values } = parseArgs({
     keep: { type: 'string' },
     'other-objects': { type: 'string' },
     smoke: { type: 'boolean', default: false },
+    'https-seconds': { type: 'string' },
+    'https-connections': { type: 'string', default: '1' },
+    'https-rounds': { type: 'string', default: '1' },
   },
 });
 const smoke = values.smoke === true;
@@ -66,6 +73,15 @@ const OTHER_ACCOUNTS = 9;
 /** Objects in each of the other accounts: a tenth of the searched account's unless given. */
 const otherObjects = Number(values['other-objects'] ?? Math.round(objects / 10));
 const BATCH = 500;
+const httpsOptions = {
+  seconds: Number(values['https-seconds'] ?? (smoke ? 1 : 10)),
+  warmupSeconds: smoke ? 0 : 1,
+  connections: Number(values['https-connections']),
+  rounds: Number(values['https-rounds']),
+};
+for (const [name, n] of Object.entries(httpsOptions)) {
+  if (!Number.isInteger(n) || n < 0) throw new Error(`--https-${name}: a whole number >= 0 expected`);
+}
 
 /** What a kept database needs to be measured again (`--keep`). */
 interface KeptState {
@@ -271,6 +287,13 @@ async function main() {
   const ctx = await benchContext(config);
   const { database } = ctx;
   const app = await buildApp(ctx);
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    await app.close();
+    await database.close();
+  };
   try {
     let state = kept;
     if (!state) {
@@ -323,20 +346,32 @@ async function main() {
       );
       results.push(r);
     }
+    const indexBytes = await indexSize(database);
+    // The in-process app lets go of the database before the server process takes it.
+    await close();
+    const https =
+      httpsOptions.seconds > 0
+        ? await measureOverHttps(
+            shapes,
+            { dataDir: bench.dataDir, env: bench.env, key: state.key, ...httpsOptions },
+            (line) => console.warn(line),
+          )
+        : undefined;
+    if (https) console.warn(`https: start-up to ready ${https.startupMs} ms`);
     const summary = {
       dialect,
       objects,
       totalObjects,
       iterations,
       seedSeconds,
-      indexBytes: await indexSize(database),
+      indexBytes,
       server,
       results,
+      https,
     };
     if (!values['dry-run'] && !smoke) writeSearchResults(summary);
   } finally {
-    await app.close();
-    await database.close();
+    await close();
     await bench.drop();
   }
 }
