@@ -43,6 +43,17 @@ export function errorsCell(r: LoadResult): string {
 
 const floorRatio = (r: ResultRow) => (r.baseline.rps > 0 ? r.floor.rps / r.baseline.rps : 0);
 
+/** A row's server figures: req/s, p50, p95, p99, errors, peak RSS (MB). */
+export function serverCells(m: LoadResult & { peakRss: number | undefined }): string[] {
+  return [int(m.rps), ms(m.p50), ms(m.p95), ms(m.p99), errorsCell(m), mb(m.peakRss)];
+}
+
+/** A row's baseline figures: req/s, p99, and the server's req/s as a ratio of the baseline's. */
+export function baselineCells(server: LoadResult, baseline: LoadResult): string[] {
+  const ratio = baseline.rps > 0 ? server.rps / baseline.rps : 0;
+  return [int(baseline.rps), ms(baseline.p99), `${ratio.toFixed(2)}×`];
+}
+
 /** The main table: server figures, the baseline's req/s and the ratio, then the Fastify floor's. */
 export function resultsTable(rows: ResultRow[]): string {
   const head = [
@@ -53,15 +64,8 @@ export function resultsTable(rows: ResultRow[]): string {
     [
       r.label,
       r.db,
-      int(r.server.rps),
-      ms(r.server.p50),
-      ms(r.server.p95),
-      ms(r.server.p99),
-      errorsCell(r.server),
-      mb(r.server.peakRss),
-      int(r.baseline.rps),
-      ms(r.baseline.p99),
-      `${ratio(r).toFixed(2)}×`,
+      ...serverCells(r.server),
+      ...baselineCells(r.server, r.baseline),
       int(r.floor.rps),
       `${floorRatio(r).toFixed(2)}×`,
     ].join(' | '),

@@ -16,7 +16,7 @@ import { type LoadResult, medianLoad, runLoad } from '../http/load.ts';
 import { OWN_HEADERS } from '../http/probe.ts';
 import type { LoadJob } from '../http/requests.ts';
 import { launchServer, type ServerProcess } from '../http/server.ts';
-import { errorsCell } from '../http/table.ts';
+import { baselineCells, serverCells } from '../http/table.ts';
 import type { Shape } from './queries.ts';
 
 export interface HttpsOptions {
@@ -174,22 +174,9 @@ export function httpsTable(summary: HttpsSummary): string {
   return [
     '| Query shape | req/s | p50 ms | p95 ms | p99 ms | errors | peak RSS MB | answer bytes | baseline req/s | baseline p99 ms | ratio |',
     '|---|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|',
-    ...summary.rows
-      .map((r) =>
-        [
-          r.shape,
-          int(r.server.rps),
-          ms(r.server.p50),
-          ms(r.server.p95),
-          ms(r.server.p99),
-          errorsCell(r.server),
-          mb(r.server.peakRss),
-          int(r.bytes),
-          int(r.baseline.rps),
-          ms(r.baseline.p99),
-          `${(r.baseline.rps > 0 ? r.server.rps / r.baseline.rps : 0).toFixed(2)}×`,
-        ].join(' | '),
-      )
-      .map((line) => `| ${line} |`),
+    ...summary.rows.map(
+      (r) =>
+        `| ${[r.shape, ...serverCells(r.server), r.bytes.toLocaleString('en'), ...baselineCells(r.server, r.baseline)].join(' | ')} |`,
+    ),
   ].join('\n');
 }

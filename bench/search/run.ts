@@ -43,7 +43,7 @@ import { expandWildcards, indexDataObject, searchIndex } from '../../src/search/
 import { benchContext } from '../context.ts';
 import { toDataRow } from '../seed/seed.ts';
 import { objectGenerator, vocabulary } from './corpus.ts';
-import { measureOverHttps } from './https.ts';
+import { httpsTable, measureOverHttps } from './https.ts';
 import { pickQueries, type Shape } from './queries.ts';
 import { writeSearchResults } from './report.ts';
 
@@ -357,7 +357,7 @@ async function main() {
             (line) => console.warn(line),
           )
         : undefined;
-    if (https) console.warn(`https: start-up to ready ${https.startupMs} ms`);
+    if (https) console.warn(`https: start-up to ready ${https.startupMs} ms\n${httpsTable(https)}`);
     const summary = {
       dialect,
       objects,
