@@ -13,7 +13,7 @@
  * `--db` defaults to SQLite, plus PostgreSQL when ADS_TEST_POSTGRES_URL or --pg-url is set.
  * `--smoke`: 2,000 objects, 2 s per run, no warm-up, one start: checks the harness, not the figures.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -29,11 +29,10 @@ import { type HttpOptions, parseHttpOptions } from './options.ts';
 import { probeSizes } from './probe.ts';
 import type { LoadJob } from './requests.ts';
 import type { Scenario } from './scenarios.ts';
-import { launchServer, type ServerProcess } from './server.ts';
+import { buildBundle, launchServer, type ServerProcess } from './server.ts';
 import { type DbSummary, type ResultRow, resultsTable, setupTable, targetsTable } from './table.ts';
 
 const SEED = path.resolve(import.meta.dirname, '../seed/run.ts');
-const BUNDLE = path.resolve(import.meta.dirname, '../../bin/bundle.mjs');
 // Pro keys allow 300 requests per minute each: give each rate-limited scenario its own pool, sized
 // so that even 8,000 req/s for the whole run stays under 250 per key.
 const PRO_PER_MINUTE_SAFE = 250;
@@ -285,10 +284,7 @@ function block(options: HttpOptions, rows: ResultRow[], dbs: DbSummary[], machin
   ].join('\n');
 }
 
-// `ads serve` starts from the bundle `npm install` builds when it is fresh (bin/ads.js): build it
-// now, as an install would, so sources edited since the install do not fall back to tsx here.
-// It reports on stderr whether it built one.
-spawnSync(process.execPath, [BUNDLE], { stdio: ['ignore', 'inherit', 'inherit'] });
+buildBundle();
 
 const rows: ResultRow[] = [];
 const dbs: DbSummary[] = [];

@@ -15,7 +15,7 @@ import { launchBaseline } from '../http/baseline.ts';
 import { type LoadResult, medianLoad, runLoad } from '../http/load.ts';
 import { OWN_HEADERS } from '../http/probe.ts';
 import type { LoadJob } from '../http/requests.ts';
-import { launchServer, type ServerProcess } from '../http/server.ts';
+import { buildBundle, launchServer, type ServerProcess } from '../http/server.ts';
 import { baselineCells, serverCells } from '../http/table.ts';
 import type { Shape } from './queries.ts';
 
@@ -87,6 +87,7 @@ export async function measureOverHttps(
   const work = fs.mkdtempSync(path.join(opts.dataDir, 'https-'));
   let server: ServerProcess | undefined;
   try {
+    buildBundle();
     server = await launchServer({
       dataDir: opts.dataDir,
       databaseUrl: opts.env.ADS_DATABASE_URL ?? path.join(opts.dataDir, 'ads.sqlite'),
