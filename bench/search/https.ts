@@ -13,6 +13,7 @@ import { loadTls } from '../../src/lib/tls.ts';
 import type { BaselineRoute } from '../http/baseline.ts';
 import { launchBaseline } from '../http/baseline.ts';
 import { type LoadResult, medianLoad, runLoad } from '../http/load.ts';
+import { describeMachine } from '../http/machine.ts';
 import { OWN_HEADERS } from '../http/probe.ts';
 import type { LoadJob } from '../http/requests.ts';
 import { buildBundle, launchServer, type ServerProcess } from '../http/server.ts';
@@ -41,6 +42,8 @@ export interface HttpsRow {
 }
 
 export interface HttpsSummary {
+  /** The machine, its software and the date (bench/http/machine.ts). */
+  machine: string;
   connections: number;
   seconds: number;
   rounds: number;
@@ -146,6 +149,7 @@ export async function measureOverHttps(
       }
     }
     return {
+      machine: await describeMachine(opts.env.ADS_DATABASE_URL),
       connections: opts.connections,
       seconds: opts.seconds,
       rounds: opts.rounds,

@@ -71,7 +71,7 @@ function subsection(s: SearchBenchSummary): string {
         `in a third answering the median answer size of the shape): ${h.connections} ` +
         `${h.connections === 1 ? 'connection (sequential requests)' : 'connections'}, ${h.seconds} s per leg, ` +
         `${h.rounds === 1 ? 'one baseline and one server leg per shape' : `median of ${h.rounds} alternating baseline and server legs`}; ` +
-        `start-up to ready on this database ${h.startupMs.toLocaleString('en')} ms.`,
+        `start-up to ready on this database ${h.startupMs.toLocaleString('en')} ms. Machine: ${h.machine}`,
       '',
       httpsTable(h),
     );

@@ -357,7 +357,8 @@ async function main() {
             (line) => console.warn(line),
           )
         : undefined;
-    if (https) console.warn(`https: start-up to ready ${https.startupMs} ms\n${httpsTable(https)}`);
+    if (https)
+      console.warn(`https: start-up to ready ${https.startupMs} ms\n${https.machine}\n${httpsTable(https)}`);
     const summary = {
       dialect,
       objects,
