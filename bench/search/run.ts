@@ -80,7 +80,9 @@ const httpsOptions = {
   rounds: Number(values['https-rounds']),
 };
 for (const [name, n] of Object.entries(httpsOptions)) {
-  if (!Number.isInteger(n) || n < 0) throw new Error(`--https-${name}: a whole number >= 0 expected`);
+  // A leg needs a connection, and a row at least one round; seconds (and warm-up) may be 0.
+  const min = name === 'connections' || name === 'rounds' ? 1 : 0;
+  if (!Number.isInteger(n) || n < min) throw new Error(`--https-${name}: a whole number >= ${min} expected`);
 }
 
 /** What a kept database needs to be measured again (`--keep`). */
