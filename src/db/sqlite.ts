@@ -14,7 +14,11 @@ const STATEMENT_CACHE_SIZE = 256;
 export function openSqlite(
   file: string,
   cacheMb = SQLITE_CACHE_MB,
-): { dialect: SqliteDialect; raw: BetterSqlite3.Database } {
+): {
+  dialect: SqliteDialect;
+  raw: BetterSqlite3.Database;
+  prepare: (sql: string) => BetterSqlite3.Statement;
+} {
   if (file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true });
   const raw = new BetterSqlite3(file);
   raw.pragma('journal_mode = WAL');
@@ -44,5 +48,5 @@ export function openSqlite(
       return stmt;
     },
   };
-  return { dialect: new SqliteDialect({ database }), raw };
+  return { dialect: new SqliteDialect({ database }), raw, prepare: database.prepare };
 }
