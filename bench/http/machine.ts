@@ -1,4 +1,5 @@
-/** One line describing where the figures come from: CPU, memory, OS, Node and database versions. */
+/** Where the figures come from: the machine line (CPU, memory, OS, Node and database versions) and CPU steal. */
+import fs from 'node:fs';
 import os from 'node:os';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
@@ -40,4 +41,35 @@ export async function describeMachine(pgUrl: string | undefined, date = new Date
     .toISOString()
     .slice(0, 16)
     .replace('T', ' ')} UTC.`;
+}
+
+/** The machine's CPU time so far (all CPUs, in clock ticks), and how much of it the hypervisor took. */
+export interface CpuTimes {
+  steal: number;
+  total: number;
+}
+
+/**
+ * From the `cpu` line of /proc/stat; undefined where there is none (not Linux). On a virtual
+ * machine, `steal` is time the vCPUs were ready to run while the host ran something else: load the
+ * figures cannot show, since none of the benchmark's processes is charged for it.
+ */
+export function cpuTimes(): CpuTimes | undefined {
+  let line: string | undefined;
+  try {
+    line = fs.readFileSync('/proc/stat', 'utf8').split('\n', 1)[0];
+  } catch {
+    return undefined;
+  }
+  if (!line?.startsWith('cpu ')) return undefined;
+  // user nice system idle iowait irq softirq steal (guest time is already in user and nice)
+  const f = line.trim().split(/\s+/).slice(1, 9).map(Number);
+  if (f.length < 8 || f.some((x) => !Number.isFinite(x))) return undefined;
+  return { steal: f[7]!, total: f.reduce((a, b) => a + b, 0) };
+}
+
+/** The share of CPU time stolen between two readings, in %; undefined without both. */
+export function stealPercent(from: CpuTimes | undefined, to: CpuTimes | undefined): number | undefined {
+  if (!from || !to || to.total <= from.total) return undefined;
+  return (100 * (to.steal - from.steal)) / (to.total - from.total);
 }

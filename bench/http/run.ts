@@ -24,7 +24,7 @@ import { type BaselineProcess, launchBaseline } from './baseline.ts';
 import { writeHttpSection } from './docs.ts';
 import { prepareFixtures, switchPlan } from './fixtures.ts';
 import { type LoadResult, medianLoad, runLoad } from './load.ts';
-import { describeMachine } from './machine.ts';
+import { cpuTimes, describeMachine, stealPercent } from './machine.ts';
 import { type HttpOptions, parseHttpOptions } from './options.ts';
 import { probeSizes } from './probe.ts';
 import type { LoadJob } from './requests.ts';
@@ -192,6 +192,7 @@ async function runDatabase(dialect: BenchTarget['dialect'], rows: ResultRow[], d
       const baseLegs: LoadResult[] = [];
       const floorLegs: LoadResult[] = [];
       const serverLegs: Array<LoadResult & { peakRss: number | undefined }> = [];
+      const cpuBefore = cpuTimes();
       for (let r = 0; r < rounds; r++) {
         if (!cached) {
           baseLegs.push(await runLoad(job(baseline.url), jobFile, baseline.pid));
@@ -202,6 +203,7 @@ async function runDatabase(dialect: BenchTarget['dialect'], rows: ResultRow[], d
       const same = cached ?? { base: medianLoad(baseLegs), floor: medianLoad(floorLegs) };
       baselines.set(cycleKey, same);
       const measured = medianLoad(serverLegs);
+      const steal = stealPercent(cpuBefore, cpuTimes());
       rows.push({
         scenario: scenario.name,
         label: scenario.label,
@@ -209,8 +211,10 @@ async function runDatabase(dialect: BenchTarget['dialect'], rows: ResultRow[], d
         server: measured,
         baseline: same.base,
         floor: same.floor,
+        stealPercent: steal,
       });
-      log(describeRow(label, scenario, measured, same.base, same.floor));
+      const stolen = steal === undefined ? '' : `, CPU steal ${steal.toFixed(0)} %`;
+      log(`${describeRow(label, scenario, measured, same.base, same.floor)}${stolen}`);
     }
     summary.load[1] = os.loadavg()[0]!;
   } finally {

@@ -13,6 +13,8 @@ export interface ResultRow {
   baseline: LoadResult;
   /** The Fastify floor on the same traffic (bench/http/baseline-server.ts). */
   floor: LoadResult;
+  /** CPU time the hypervisor stole during the row's legs, % of the machine's (machine.ts). */
+  stealPercent?: number | undefined;
 }
 
 export interface DbSummary {
@@ -43,6 +45,10 @@ export function errorsCell(r: LoadResult): string {
 
 const floorRatio = (r: ResultRow) => (r.baseline.rps > 0 ? r.floor.rps / r.baseline.rps : 0);
 
+/** CPU steal during a row (machine.ts stealPercent), or a dash where it could not be read. */
+export const stealCell = (percent: number | undefined) =>
+  percent === undefined ? '–' : `${percent.toFixed(0)} %`;
+
 /** A row's server figures: req/s, p50, p95, p99, errors, peak RSS (MB). */
 export function serverCells(m: LoadResult & { peakRss: number | undefined }): string[] {
   return [int(m.rps), ms(m.p50), ms(m.p95), ms(m.p99), errorsCell(m), mb(m.peakRss)];
@@ -57,8 +63,8 @@ export function baselineCells(server: LoadResult, baseline: LoadResult): string[
 /** The main table: server figures, the baseline's req/s and the ratio, then the Fastify floor's. */
 export function resultsTable(rows: ResultRow[]): string {
   const head = [
-    '| scenario | db | req/s | p50 ms | p95 ms | p99 ms | errors | peak RSS MB | baseline req/s | baseline p99 ms | ratio | Fastify floor req/s | floor ratio |',
-    '|---|---|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|',
+    '| scenario | db | req/s | p50 ms | p95 ms | p99 ms | errors | peak RSS MB | baseline req/s | baseline p99 ms | ratio | Fastify floor req/s | floor ratio | CPU steal |',
+    '|---|---|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|',
   ];
   const body = rows.map((r) =>
     [
@@ -68,6 +74,7 @@ export function resultsTable(rows: ResultRow[]): string {
       ...baselineCells(r.server, r.baseline),
       int(r.floor.rps),
       `${floorRatio(r).toFixed(2)}×`,
+      stealCell(r.stealPercent),
     ].join(' | '),
   );
   return [...head, ...body.map((line) => `| ${line} |`)].join('\n');

@@ -12,11 +12,11 @@ import { loadConfig } from '../../src/config.ts';
 import { loadTls } from '../../src/lib/tls.ts';
 import { type BaselineRoute, launchBaseline } from '../http/baseline.ts';
 import { type LoadResult, medianLoad, runLoad } from '../http/load.ts';
-import { describeMachine } from '../http/machine.ts';
+import { cpuTimes, describeMachine, stealPercent } from '../http/machine.ts';
 import { OWN_HEADERS } from '../http/probe.ts';
 import type { LoadJob } from '../http/requests.ts';
 import { buildBundle, launchServer, type ServerProcess } from '../http/server.ts';
-import { baselineCells, serverCells } from '../http/table.ts';
+import { baselineCells, serverCells, stealCell } from '../http/table.ts';
 import type { Shape } from './queries.ts';
 
 export interface HttpsOptions {
@@ -38,6 +38,8 @@ export interface HttpsRow {
   bytes: number;
   server: LoadResult & { peakRss: number | undefined };
   baseline: LoadResult;
+  /** CPU time the hypervisor stole during the row's legs, % (machine.ts). */
+  stealPercent: number | undefined;
 }
 
 export interface HttpsSummary {
@@ -131,6 +133,7 @@ export async function measureOverHttps(
         const leg = (url: string) => job(url, `search ${shape.name}`, pathsOf(shape), opts.seconds);
         const baseLegs: LoadResult[] = [];
         const serverLegs: Array<LoadResult & { peakRss: number | undefined }> = [];
+        const cpuBefore = cpuTimes();
         for (let r = 0; r < opts.rounds; r++) {
           baseLegs.push(await runLoad(leg(baseline.url), jobFile, baseline.pid));
           serverLegs.push(await runLoad(leg(server.url), jobFile, server.pid));
@@ -140,6 +143,7 @@ export async function measureOverHttps(
           bytes: route.bytes,
           server: medianLoad(serverLegs),
           baseline: medianLoad(baseLegs),
+          stealPercent: stealPercent(cpuBefore, cpuTimes()),
         };
         rows.push(row);
         log(describe(row));
@@ -176,11 +180,11 @@ function describe(r: HttpsRow): string {
 /** The rows as a Markdown table. */
 export function httpsTable(summary: HttpsSummary): string {
   return [
-    '| Query shape | req/s | p50 ms | p95 ms | p99 ms | errors | peak RSS MB | answer bytes | baseline req/s | baseline p99 ms | ratio |',
-    '|---|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|',
+    '| Query shape | req/s | p50 ms | p95 ms | p99 ms | errors | peak RSS MB | answer bytes | baseline req/s | baseline p99 ms | ratio | CPU steal |',
+    '|---|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|',
     ...summary.rows.map(
       (r) =>
-        `| ${[r.shape, ...serverCells(r.server), r.bytes.toLocaleString('en'), ...baselineCells(r.server, r.baseline)].join(' | ')} |`,
+        `| ${[r.shape, ...serverCells(r.server), r.bytes.toLocaleString('en'), ...baselineCells(r.server, r.baseline), stealCell(r.stealPercent)].join(' | ')} |`,
     ),
   ].join('\n');
 }
