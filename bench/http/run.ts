@@ -30,7 +30,14 @@ import { probeSizes } from './probe.ts';
 import type { LoadJob } from './requests.ts';
 import type { Scenario } from './scenarios.ts';
 import { buildBundle, launchServer, type ServerProcess } from './server.ts';
-import { type DbSummary, type ResultRow, resultsTable, setupTable, targetsTable } from './table.ts';
+import {
+  type DbSummary,
+  type ResultRow,
+  resultsTable,
+  setupTable,
+  stealCell,
+  targetsTable,
+} from './table.ts';
 
 const SEED = path.resolve(import.meta.dirname, '../seed/run.ts');
 // Pro keys allow 300 requests per minute each: give each rate-limited scenario its own pool, sized
@@ -213,7 +220,7 @@ async function runDatabase(dialect: BenchTarget['dialect'], rows: ResultRow[], d
         floor: same.floor,
         stealPercent: steal,
       });
-      const stolen = steal === undefined ? '' : `, CPU steal ${steal.toFixed(0)} %`;
+      const stolen = steal === undefined ? '' : `, CPU steal ${stealCell(steal)}`;
       log(`${describeRow(label, scenario, measured, same.base, same.floor)}${stolen}`);
     }
     summary.load[1] = os.loadavg()[0]!;
