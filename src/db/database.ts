@@ -21,6 +21,7 @@ import * as m0016 from './migrations/0016-stroked-letters.ts';
 import * as m0017 from './migrations/0017-phrase-spill.ts';
 import * as m0018 from './migrations/0018-vocab-stripes.ts';
 import * as m0019 from './migrations/0019-phrase-pairs.ts';
+import * as m0020 from './migrations/0020-account-tags.ts';
 import { HOT_STATEMENT, openPostgres } from './postgres.ts';
 import { openSqlite } from './sqlite.ts';
 import type { DB, Db, Dialect } from './types.ts';
@@ -82,6 +83,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0017-phrase-spill': m0017,
   '0018-vocab-stripes': m0018,
   '0019-phrase-pairs': m0019,
+  '0020-account-tags': m0020,
 };
 
 class StaticProvider implements MigrationProvider {

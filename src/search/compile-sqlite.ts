@@ -41,53 +41,72 @@ export const TAGS_WEIGHTS = weights((c) => (BASE(c) === 'tags' ? 1 : 0));
 
 /**
  * FTS5 rowids cluster by account: `account seq * 2^32 + n`. A rowid range then confines the
- * match and bm25's per-row work to one account; an account token in the MATCH would make bm25
- * count that token's whole doclist on every query. (bm25 still counts each query phrase's matches
- * over the whole table once per query: FTS5 runs that count through xQueryPhrase, which takes no
- * rowid bound; docs/search.md "Tenancy".) Both parts stay within 2^53 (safe integers).
+ * match and bm25's per-row work to one account. Both parts stay within 2^53 (safe integers).
  */
 export const DOCS_PER_ACCOUNT = 2 ** 32;
 export const MAX_ACCOUNT_SEQ = 2 ** 21 - 1;
 
+/** Width of an account tag: base 36 in 5 characters covers MAX_ACCOUNT_SEQ (36^5 > 2^21). */
+const TAG_CHARS = 5;
+
+/**
+ * The tag that starts every token of the account's FTS5 rows and of its queries (migration 0020):
+ * its `seq` in base 36, fixed width, so `<tag>bab` * finds only the account's words that start
+ * with `bab`. bm25 counts each query phrase's rows over the whole table (FTS5 runs that count
+ * through xQueryPhrase, which takes no rowid bound); with tagged tokens only the account's rows
+ * can hold the phrase, so neither a score nor the order depends on how often other accounts use a
+ * word (docs/search.md "Tenancy"). The table's row count and average length stay global.
+ * Tag characters are ASCII letters and digits, which the `ascii` tokenizer keeps in a token.
+ */
+export function accountTag(seq: number): string {
+  return seq.toString(36).padStart(TAG_CHARS, '0');
+}
+
+/** The account seq of an FTS5 rowid (see DOCS_PER_ACCOUNT). */
+export const seqOfDoc = (doc: number): number => Math.floor(doc / DOCS_PER_ACCOUNT);
+
 const quote = (token: string) => `"${token.replaceAll('"', '""')}"`;
 const columns = (names: string[]) => (names.length === 1 ? names[0]! : `{${names.join(' ')}}`);
 
-function leafSql(leaf: Leaf): string {
+/** `words` (no ASCII separator in any) as one FTS5 string of tagged tokens: a phrase when several. */
+const tagged = (tag: string, words: readonly string[]) => quote(words.map((w) => tag + w).join(' '));
+
+function leafSql(leaf: Leaf, tag: string): string {
   switch (leaf.kind) {
     case 'stems':
-      return `(${columns([...leaf.fields])} : ${quote(leaf.stems.join(' '))})`;
+      return `(${columns([...leaf.fields])} : ${tagged(tag, leaf.stems)})`;
     case 'prefix':
-      return `(${columns(leaf.fields.map(exact))} : ${quote(leaf.prefix)} *)`;
+      return `(${columns(leaf.fields.map(exact))} : ${tagged(tag, [leaf.prefix])} *)`;
     case 'words':
-      return `(${columns(leaf.fields.map(exact))} : (${leaf.words.map(quote).join(' OR ')}))`;
+      return `(${columns(leaf.fields.map(exact))} : (${leaf.words.map((w) => tagged(tag, [w])).join(' OR ')}))`;
     case 'type':
-      return `(type : (${leaf.types.map(quote).join(' OR ')}))`;
+      return `(type : (${leaf.types.map((t) => tagged(tag, [t])).join(' OR ')}))`;
   }
 }
 
 /** A positive plan as FTS5 syntax; FTS5's NOT is binary, so `a AND NOT b` becomes `a NOT b`. */
-function planSql(plan: Plan): string {
+function planSql(plan: Plan, tag: string): string {
   switch (plan.kind) {
     case 'not':
       throw new Error('a NOT reached the FTS5 compiler without a positive left side');
     case 'or':
-      return `(${plan.children.map(planSql).join(' OR ')})`;
+      return `(${plan.children.map((c) => planSql(c, tag)).join(' OR ')})`;
     case 'and': {
       const positive = plan.children.filter(isPositivePlan);
       const negative = plan.children.filter((c) => !isPositivePlan(c));
-      const base = `(${positive.map(planSql).join(' AND ')})`;
+      const base = `(${positive.map((c) => planSql(c, tag)).join(' AND ')})`;
       if (negative.length === 0) return base;
       // The complement of a non-positive plan is positive (see plan.ts), so it can follow NOT.
-      return `(${base} NOT (${negative.map((n) => planSql(negatePlan(n))).join(' OR ')}))`;
+      return `(${base} NOT (${negative.map((n) => planSql(negatePlan(n), tag)).join(' OR ')}))`;
     }
     default:
-      return leafSql(plan);
+      return leafSql(plan, tag);
   }
 }
 
-/** The MATCH expression for a plan. */
-export function compileMatch(plan: Plan): string {
-  return planSql(plan);
+/** The MATCH expression for a plan, over the rows of the account whose tag is `tag` (accountTag). */
+export function compileMatch(plan: Plan, tag: string): string {
+  return planSql(plan, tag);
 }
 
 /**
@@ -97,11 +116,11 @@ export function compileMatch(plan: Plan): string {
  * any other query, or one that cannot match in the title or tags. Phrases are left out: they
  * rarely have enough matches for the cut, and counting one costs as much as ranking it.
  */
-export function tierMatch(plan: Plan): string | null {
+export function tierMatch(plan: Plan, tag: string): string | null {
   if (plan.kind === 'stems' && plan.stems.length > 1) return null;
   if (plan.kind !== 'stems' && plan.kind !== 'prefix' && plan.kind !== 'words') return null;
   const fields = plan.fields.filter((f) => f === 'title' || f === 'tags');
-  return fields.length > 0 ? leafSql({ ...plan, fields }) : null;
+  return fields.length > 0 ? leafSql({ ...plan, fields }, tag) : null;
 }
 
 /**
@@ -114,29 +133,34 @@ export function tierMatch(plan: Plan): string | null {
  * the rows. ANDed with the query's own MATCH, it finds the candidates from the index's doclists
  * instead of looking up the row of every match of the query.
  */
-export function filterMatch(filters: readonly SearchFilter[]): string | null {
+export function filterMatch(filters: readonly SearchFilter[], tag: string): string | null {
   const phrases: string[] = [];
   for (const f of filters) {
     if (f.kind === 'type') {
-      phrases.push(leafSql({ kind: 'type', types: [f.value] }));
+      phrases.push(leafSql({ kind: 'type', types: [f.value] }, tag));
       continue;
     }
     const field = f.kind === 'tag' ? 'tags' : META_FIELDS.find((k) => k === f.key);
     if (field === undefined) continue;
     const words = indexedWords(f.value);
     // A value with no words is indexed as nothing: no phrase can stand for it.
-    if (words.length > 0) phrases.push(`(${exact(field)} : ${quote(words.join(' '))})`);
+    if (words.length > 0) phrases.push(`(${exact(field)} : ${tagged(tag, words)})`);
   }
   return phrases.length > 0 ? phrases.join(' AND ') : null;
 }
 
-/** The FTS5 column values of a document, in FTS_COLUMNS order. */
-export function ftsRow(doc: IndexDocument): string[] {
+/**
+ * The FTS5 column values of a document, in FTS_COLUMNS order, every token tagged with `tag` (its
+ * account's accountTag; '' for entries written before migration 0020). Words and stems hold no
+ * ASCII separator (text.ts splits on anything but letters and digits), so each is one token.
+ */
+export function ftsRow(doc: IndexDocument, tag: string): string[] {
   const stem = cachedStemmer();
+  const space = ` ${tag}`;
   const join = (segments: string[][], map: (w: string) => string) =>
-    segments.map((s) => s.map(map).join(' ')).join(` ${SEGMENT_BREAK} `);
+    segments.map((s) => (s.length === 0 ? '' : tag + s.map(map).join(space))).join(` ${SEGMENT_BREAK} `);
   return [
-    doc.type,
+    tag + doc.type,
     ...TEXT_FIELDS.map((f) => join(doc.fields[f], stem)),
     ...TEXT_FIELDS.map((f) => join(doc.fields[f], (w) => w)),
   ];

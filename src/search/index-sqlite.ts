@@ -4,6 +4,7 @@ import { type RawBuilder, sql } from 'kysely';
 import { hotQuery } from '../db/database.ts';
 import type { Db } from '../db/types.ts';
 import {
+  accountTag,
   compileMatch,
   DOCS_PER_ACCOUNT,
   FTS_COLUMNS,
@@ -12,6 +13,7 @@ import {
   ftsRow,
   MAX_ACCOUNT_SEQ,
   RANK_WEIGHTS,
+  seqOfDoc,
   TAGS_WEIGHTS,
   TITLE_WEIGHTS,
   tierMatch,
@@ -26,6 +28,7 @@ import {
   vocabularyJson,
 } from './document.ts';
 import { MAX_SCAN_CHARS } from './excerpt.ts';
+import { layoutOf } from './layout.ts';
 import { phraseBm25, phraseCounts, phraseIdf, readVarints } from './phrase-rank.ts';
 import type { Leaf } from './plan.ts';
 import type { ResultRow, SearchHit, SearchPage, SearchQuery } from './search-index.ts';
@@ -53,14 +56,23 @@ async function nextDoc(db: Db, accountId: string): Promise<number> {
   return seq * DOCS_PER_ACCOUNT + n;
 }
 
-/** The account's rowid range, or null when it has never indexed anything. */
-async function accountRange(db: Db, accountId: string): Promise<[number, number] | null> {
+/** Where the account's FTS5 rows are: their rowid range and token tag. */
+interface AccountRows {
+  range: [number, number];
+  tag: string;
+}
+
+/** The account's rows, or null when it has never indexed anything. */
+async function accountRows(db: Db, accountId: string): Promise<AccountRows | null> {
   const { rows } = await sql<{ seq: number }>`
     SELECT seq FROM search_accounts WHERE account_id = ${accountId}`.execute(db);
   if (!rows[0]) return null;
   const lo = rows[0].seq * DOCS_PER_ACCOUNT;
-  return [lo, lo + DOCS_PER_ACCOUNT - 1];
+  return { range: [lo, lo + DOCS_PER_ACCOUNT - 1], tag: accountTag(rows[0].seq) };
 }
+
+/** The tag of the tokens of FTS5 row `doc`, as `db`'s index layout writes them. */
+const tagOf = (db: Db, doc: number) => (layoutOf(db).accountTags ? accountTag(seqOfDoc(doc)) : '');
 
 /** Adds the object's rows; returns its distinct words. */
 export async function insertDocument(db: Db, row: IndexedRow, doc: IndexDocument): Promise<string[]> {
@@ -75,7 +87,7 @@ export async function insertDocument(db: Db, row: IndexedRow, doc: IndexDocument
     row.tags,
     row.metadata,
   ]);
-  await insertFts(db, 'sqlite', [rowid, ...ftsRow(doc)]);
+  await insertFts(db, 'sqlite', [rowid, ...ftsRow(doc, tagOf(db, rowid))]);
   return wordsOf(doc);
 }
 
@@ -90,7 +102,7 @@ export async function removeDocument(db: Db, doc: IndexDocument): Promise<boolea
   if (!rows[0]) return false;
   await sql`
     INSERT INTO search_fts (search_fts, rowid, ${sql.raw(FTS_COLUMNS.join(', '))})
-    VALUES ('delete', ${rows[0].doc}, ${sql.join(ftsRow(doc))})`.execute(db);
+    VALUES ('delete', ${rows[0].doc}, ${sql.join(ftsRow(doc, tagOf(db, rows[0].doc)))})`.execute(db);
   return true;
 }
 
@@ -167,11 +179,12 @@ function metadataFilter(key: string, value: string): RawBuilder<unknown> {
 
 /** One page of hits (id and score) and the total, all within `q.accountId`. */
 export async function search(db: Db, q: SearchQuery): Promise<SearchPage> {
-  const range = await accountRange(db, q.accountId);
-  if (!range) return { hits: [], total: 0 };
-  // The account's rowid range confines FTS5 to the account; `s.account_id` says it again in SQL
-  // wherever object rows are read.
-  const fts = sql`search_fts MATCH ${compileMatch(q.plan)}
+  const account = await accountRows(db, q.accountId);
+  if (!account) return { hits: [], total: 0 };
+  // The account's tag and rowid range each confine FTS5 to the account (the range lets FTS5 skip
+  // to it in a doclist); `s.account_id` says it again in SQL wherever object rows are read.
+  const { range } = account;
+  const fts = sql`search_fts MATCH ${compileMatch(q.plan, account.tag)}
     AND search_fts.rowid BETWEEN ${range[0]} AND ${range[1]}`;
   const conditions: RawBuilder<unknown>[] = [];
   for (const f of q.filters) {
@@ -183,8 +196,8 @@ export async function search(db: Db, q: SearchQuery): Promise<SearchPage> {
   if (q.from !== undefined) conditions.push(sql`s.created_at >= ${q.from}`);
   if (q.to !== undefined) conditions.push(sql`s.created_at <= ${q.to}`);
   // Relevance order over the FTS5 rows alone is the hot path: no per-match row lookup.
-  if (conditions.length === 0 && q.sort === 'relevance') return searchByRelevance(db, q, fts, range);
-  return searchFiltered(db, q, await narrowed(db, q, fts, range), conditions);
+  if (conditions.length === 0 && q.sort === 'relevance') return searchByRelevance(db, q, fts, account);
+  return searchFiltered(db, q, await narrowed(db, q, fts, account), conditions);
 }
 
 /**
@@ -206,15 +219,15 @@ async function narrowed(
   db: Db,
   q: SearchQuery,
   fts: RawBuilder<unknown>,
-  range: [number, number],
+  { range, tag }: AccountRows,
 ): Promise<RawBuilder<unknown>> {
-  const filters = filterMatch(q.filters);
+  const filters = filterMatch(q.filters, tag);
   if (filters === null) return fts;
   const { rows } = await sql<{ n: number }>`
     SELECT count(*) AS n FROM (SELECT 1 FROM search_fts WHERE ${fts} LIMIT ${NARROW_ABOVE + 1})`.execute(db);
   if (Number(rows[0]?.n ?? 0) <= NARROW_ABOVE) return fts;
   return sql`${fts} AND +search_fts.rowid IN (SELECT rowid FROM search_fts
-    WHERE search_fts MATCH ${`${compileMatch(q.plan)} AND ${filters}`}
+    WHERE search_fts MATCH ${`${compileMatch(q.plan, tag)} AND ${filters}`}
     AND rowid BETWEEN ${range[0]} AND ${range[1]})`;
 }
 
@@ -291,14 +304,15 @@ async function searchByRelevance(
   db: Db,
   q: SearchQuery,
   fts: RawBuilder<unknown>,
-  range: [number, number],
+  account: AccountRows,
 ): Promise<SearchPage> {
   if (q.plan.kind === 'stems' && q.plan.stems.length > 1) {
-    const page = await phrasePage(db, q, q.plan, range);
+    const page = await phrasePage(db, q, q.plan, account);
     if (page !== null) return page;
   }
+  const { range } = account;
   const order = q.order === 'desc' ? sql`score DESC, r.doc ASC` : sql`score ASC, r.doc DESC`;
-  const tiers = q.order === 'desc' ? tierMatch(q.plan) : null;
+  const tiers = q.order === 'desc' ? tierMatch(q.plan, account.tag) : null;
   let total: number | undefined;
   let only = sql``;
   if (tiers !== null) {
@@ -337,11 +351,14 @@ async function searchByRelevance(
 
 /**
  * A query that is one phrase, with up to `matches` matches, is ranked in the service
- * (phrase-rank.ts) instead of by FTS5's bm25, whose count of the phrase over the whole table costs
- * as much again as the match; with more, or more than `bytes` of their content to
+ * (phrase-rank.ts) instead of by FTS5's bm25, whose own count of the phrase's rows costs as much
+ * again as the match; with more, or more than `bytes` of their content to
  * read, bm25 ranks as for any other query. (Mutable for tests, which compare both ways.)
  */
 export const phraseRankLimits = { matches: 100, bytes: 512 * 1024 };
+
+/** How many pages phrasePage has ranked in this process (tests: the path was taken). */
+export const phraseRanked = { pages: 0 };
 
 /**
  * The page of a query that is one phrase (`leaf`), ranked in the service: the same order, tiers and
@@ -352,10 +369,10 @@ async function phrasePage(
   db: Db,
   q: SearchQuery,
   leaf: Leaf & { kind: 'stems' },
-  range: [number, number],
+  { range, tag }: AccountRows,
 ): Promise<SearchPage | null> {
   const { rows: matches } = await sql<{ doc: number }>`
-    SELECT rowid AS doc FROM search_fts WHERE search_fts MATCH ${compileMatch(leaf)}
+    SELECT rowid AS doc FROM search_fts WHERE search_fts MATCH ${compileMatch(leaf, tag)}
     AND rowid BETWEEN ${range[0]} AND ${range[1]} LIMIT ${phraseRankLimits.matches + 1}`.execute(db);
   if (matches.length > phraseRankLimits.matches) return null;
   if (matches.length === 0) return { hits: [], total: 0 };
@@ -376,8 +393,8 @@ async function phrasePage(
   const [tableRows = 0, ...columnTotals] = totals[0] ? readVarints(totals[0].block) : [];
   if (tableRows === 0) return null;
   const avgTokens = columnTotals.reduce((a, b) => a + b, 0) / tableRows;
-  // The phrase's IDF counts the caller's matches, not the whole table's: for one phrase it scales
-  // every row's value alike, so the order is bm25's.
+  // The phrase's IDF counts the account's matches, as bm25's does: only the account's rows hold
+  // its tagged tokens (compile-sqlite.ts accountTag).
   const idf = phraseIdf(tableRows, matches.length);
   const ranked = rows.map((r) => {
     const doc = buildIndexDocument({ ...r, account_id: q.accountId });
@@ -388,6 +405,7 @@ async function phrasePage(
     const tier = (counts.has('title') ? 4 : 0) + (counts.has('tags') ? 2 : 0);
     return { r, score: (tier + 1.0 - 5.0 / (10.0 - b)) / 7.0 };
   });
+  phraseRanked.pages++;
   const sign = q.order === 'desc' ? 1 : -1;
   ranked.sort((x, y) => sign * (y.score - x.score || x.r.doc - y.r.doc));
   const hits = ranked.slice(q.offset, q.offset + q.limit).map(({ r, score }) => ({

@@ -1,4 +1,4 @@
-// PostgreSQL's index tables as an older migration finds them. Migrations 0015 and 0017 rewrite index
+// The index tables as an older migration finds them. Migrations 0015 and 0017 rewrite index
 // entries through the current indexer, before later migrations have changed the tables it writes.
 
 /** What a transaction's index tables lack; a transaction not registered has everything. */
@@ -7,9 +7,11 @@ export interface IndexLayout {
   stripedVocabulary: boolean;
   /** search_documents has `pairs` (migration 0019): else entries are written without it. */
   pairSketch: boolean;
+  /** SQLite: search_fts tokens carry the account's tag (migration 0020): else they are bare words. */
+  accountTags: boolean;
 }
 
-const CURRENT: IndexLayout = { stripedVocabulary: true, pairSketch: true };
+export const CURRENT: IndexLayout = { stripedVocabulary: true, pairSketch: true, accountTags: true };
 const layouts = new WeakMap<object, IndexLayout>();
 
 /** The layout `db` writes to. */

@@ -1,13 +1,13 @@
 // BM25 of one phrase, computed in the service for a few matches (SQLite).
 //
-// FTS5's bm25() learns how many rows hold each query phrase by running that phrase over the whole
-// table (xQueryPhrase takes no rowid bound): for a phrase that means checking the positions of
-// every row, in every account, that holds all its words, on top of the same check the MATCH
-// itself already made within the account. For a query that is one phrase, the phrase's IDF is the
-// same for every row, so the order that bm25 gives depends only on each row's weighted count of
-// the phrase and its length. Those are computed here for the matches of the phrase (few, for
-// nearly every phrase), from the same tokens the row was indexed with, exactly as FTS5 computes
-// them; the order is then the one bm25 gives, without the pass over the whole table.
+// FTS5's bm25() learns how many rows hold each query phrase by running that phrase over the table
+// again (xQueryPhrase takes no rowid bound; the account tag on every token keeps it to the
+// account's rows): for a phrase that means checking the positions of every row that holds all its
+// words, on top of the same check the MATCH itself already made. Here the matches of the phrase
+// (few, for nearly every phrase) are ranked from the same tokens each row was indexed with,
+// exactly as FTS5 computes bm25: each row's weighted count of the phrase, its length, and the
+// phrase's IDF from the number of matches, which is what bm25 counts. The order and the values are
+// then bm25's, without the second pass.
 import { type IndexDocument, TEXT_FIELDS, type TextField } from './document.ts';
 
 /** FTS5's bm25 constants (fts5_aux.c). */

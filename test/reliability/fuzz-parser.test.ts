@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { before, it } from 'node:test';
 import fc from 'fast-check';
 import { compileTsquery, fieldTsquery, rankTsquery } from '../../src/search/compile-postgres.ts';
-import { compileMatch } from '../../src/search/compile-sqlite.ts';
+import { accountTag, compileMatch } from '../../src/search/compile-sqlite.ts';
 import { buildExcerpt } from '../../src/search/excerpt.ts';
 import { parseQuery, positiveTerms, QueryError, type QueryNode } from '../../src/search/parser.ts';
 import { buildPlan, vocabularyPatterns } from '../../src/search/plan.ts';
@@ -229,7 +229,7 @@ function runPipeline(q: string, n: number): Outcome {
     );
     const plan = buildPlan(node, expansions);
     if (plan) {
-      compileMatch(plan);
+      compileMatch(plan, accountTag(1));
       compileTsquery(plan);
       rankTsquery(plan);
       fieldTsquery(plan, 'title');

@@ -8,7 +8,15 @@ import {
   rankPhrases,
   rankTsquery,
 } from '../../src/search/compile-postgres.ts';
-import { compileMatch, ftsRow } from '../../src/search/compile-sqlite.ts';
+import {
+  accountTag,
+  compileMatch,
+  DOCS_PER_ACCOUNT,
+  filterMatch,
+  ftsRow,
+  MAX_ACCOUNT_SEQ,
+  seqOfDoc,
+} from '../../src/search/compile-sqlite.ts';
 import { buildIndexDocument, distinctWords, vocabularyDelta } from '../../src/search/document.ts';
 import { parseQuery } from '../../src/search/parser.ts';
 import { buildPlan, type Plan, vocabularyPatterns } from '../../src/search/plan.ts';
@@ -80,7 +88,7 @@ describe('compilers', () => {
     `('${l}' | ${Array.from({ length: 7 }, (_, i) => `'${l}~${i + 2}'`).join(' | ')})`;
   test('FTS5: NOT as a binary operator after a positive side', () => {
     assert.equal(
-      compileMatch(plan('title:report (fin* OR *ance) -type:note')!),
+      compileMatch(plan('title:report (fin* OR *ance) -type:note')!, ''),
       '(((title : "report") AND (({title_x tags_x content_x} : "fin" *) OR ' +
         '({title_x tags_x content_x} : ("finance" OR "balance")))) NOT ((type : ("note"))))',
     );
@@ -142,10 +150,27 @@ describe('index documents', () => {
     assert.deepEqual(doc.fields.author, [['ann']]);
     assert.deepEqual(doc.fields.status, []);
     assert.ok(!distinctWords(doc).includes('hidden'));
-    const fts = ftsRow(doc);
+    const fts = ftsRow(doc, '');
     assert.equal(fts[1], 'run report');
     assert.equal(fts[2], 'q3 plan \u00b7 op');
     assert.equal(fts[8], 'q3 plan \u00b7 ops');
+  });
+
+  test("FTS5: every token of a row and of its account's queries starts with the account tag", () => {
+    assert.equal(accountTag(1), '00001');
+    assert.equal(accountTag(36), '00010');
+    assert.match(accountTag(MAX_ACCOUNT_SEQ), /^[0-9a-z]{5}$/, 'fixed width up to the last seq');
+    assert.equal(seqOfDoc(7 * DOCS_PER_ACCOUNT + 12), 7);
+    const fts = ftsRow(buildIndexDocument(row), '0000a');
+    assert.equal(fts[0], '0000anote');
+    assert.equal(fts[1], '0000arun 0000areport');
+    assert.equal(fts[2], '0000aq3 0000aplan \u00b7 0000aop', 'the tag break stays bare');
+    assert.equal(
+      compileMatch(plan('title:report "a b" fin* tag:x -type:note')!, '0000a'),
+      '(((title : "0000areport") AND ({title tags content} : "0000aa 0000ab") AND ' +
+        '({title_x tags_x content_x} : "0000afin" *) AND (tags : "0000ax")) NOT ((type : ("0000anote"))))',
+    );
+    assert.equal(filterMatch([{ kind: 'tag', value: 'Q3 plan' }], '0000a'), '(tags_x : "0000aq3 0000aplan")');
   });
 
   test('the pair sketch grows with the text, and is left out where positions are clamped', () => {

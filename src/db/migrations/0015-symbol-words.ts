@@ -48,9 +48,11 @@ type Row = Pick<
   'account_id' | 'id' | 'title' | 'title_sort' | 'type' | 'content' | 'tags' | 'metadata' | 'created_at'
 >;
 
-/** Where each refold got to; a row per refold, kept once done so that it never runs again. */
 /** Where rewrites record their progress; created by this migration, so it exists on every database. */
 export const PROGRESS = 'search_refold_progress';
+
+/** Migration 0020's record in PROGRESS: SQLite's index tokens carry account tags once it is done. */
+export const ACCOUNT_TAGS = '0020-account-tags';
 
 /**
  * `fn` in a transaction of its own. On PostgreSQL the migration already runs in one (with the
@@ -58,7 +60,7 @@ export const PROGRESS = 'search_refold_progress';
  * transaction, so each call is one BEGIN IMMEDIATE: its writes commit together with the progress
  * they record, and a second process migrating at the same time waits for it.
  */
-async function inTransaction<T>(
+export async function inTransaction<T>(
   db: Kysely<unknown>,
   dialect: Dialect,
   fn: (trx: Kysely<unknown>) => Promise<T>,
@@ -144,7 +146,13 @@ export async function rewriteEntries(
   await sql`INSERT INTO ${sql.table(PROGRESS)} (name) VALUES (${name}) ON CONFLICT (name) DO NOTHING`.execute(
     db,
   );
-  const layout = { stripedVocabulary: true, pairSketch: true };
+  const layout = { stripedVocabulary: true, pairSketch: true, accountTags: true };
+  if (dialect === 'sqlite') {
+    // Before migration 0020 has finished, FTS5 tokens carry no account tag.
+    const { rows: tagged } = await sql<{ done: number }>`
+      SELECT done FROM ${sql.table(PROGRESS)} WHERE name = ${ACCOUNT_TAGS}`.execute(db);
+    layout.accountTags = Number(tagged[0]?.done ?? 0) === 1;
+  }
   if (dialect === 'postgres') {
     const { rows: columns } = await sql<{ attname: string }>`
       SELECT attname FROM pg_attribute
@@ -185,7 +193,8 @@ export async function rewriteEntries(
             rewritten++;
           }
         });
-      // As migrations, 0015-0017 run before 0018 and 0019 have changed PostgreSQL's index tables.
+      // As migrations, 0015-0017 run before 0018 and 0019 have changed PostgreSQL's index tables,
+      // and before 0020 has tagged SQLite's tokens.
       await withIndexLayout(trx, layout, run);
       const last = rows.at(-1);
       const done = rows.length < batch;
