@@ -40,7 +40,8 @@ From 2026-11-27 on, a second table per subsection has the same queries over HTTP
 server (\`ads serve\` in its own process on the seeded database, autocannon in another, the bare
 \`node:https\` baseline of the HTTP section in a third, answering with the shape's median answer
 size): req/s, latency percentiles, errors and the server's peak RSS (VmHWM, reset per leg), one
-connection unless the line above the table says otherwise. \`--https-seconds 0\` skips it.`;
+connection unless the line above the table says otherwise. Tables measured after 2026-11-27 14:45
+also give the CPU steal during each row's legs (see "HTTP"). \`--https-seconds 0\` skips it.`;
 
 const ms = (x: number) => x.toFixed(1);
 
