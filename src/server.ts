@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import { buildApp } from './app.ts';
 import { type Config, checkSettingPaths, defaultPublicUrl, listenError, originOf } from './config.ts';
 import type { AppContext } from './context.ts';
-import { type Database, migrate, openDatabase } from './db/database.ts';
+import { type Database, migrateLogged, openDatabase } from './db/database.ts';
 import { systemClock } from './lib/time.ts';
 import { loadTls } from './lib/tls.ts';
 import { anyAccount } from './modules/accounts/repo.ts';
@@ -32,8 +32,7 @@ export async function startServer(config: Readonly<Config>, logger: Logger): Pro
   checkSettingPaths(config, { tls: !config.trustProxy });
   const database = openDatabase(config.database);
   try {
-    const applied = await migrate(database);
-    if (applied.length) logger.info({ migrations: applied }, 'migrations applied');
+    await migrateLogged(database, logger);
     const tls = config.trustProxy ? undefined : await loadTls(config);
     if (tls?.generated)
       logger.info({ cert: tls.generated }, 'generated a self-signed development certificate');

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.ts';
-import { migrate, openDatabase } from '../db/database.ts';
+import { migrate, openDatabase, progressEvery } from '../db/database.ts';
 import { createLogger } from '../lib/logger.ts';
 import { reindexSearch } from '../search/reindex.ts';
 import { accountsCommand } from './accounts.ts';
@@ -46,7 +46,11 @@ async function main(argv: string[]): Promise<number> {
       parseArgs({ args: rest, options: {} });
       const database = openDatabase(config.database);
       try {
-        const applied = await migrate(database);
+        const applied = await migrate(database, {
+          onProgress: progressEvery((migration, entries) =>
+            process.stderr.write(`${migration}: ${entries} search entries rewritten so far\n`),
+          ),
+        });
         process.stdout.write(applied.length ? `Applied: ${applied.join(', ')}\n` : 'Schema is up to date.\n');
       } finally {
         await database.close();

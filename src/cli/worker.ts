@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { type Config, checkSettingPaths } from '../config.ts';
 import type { AppContext } from '../context.ts';
-import { migrate, openDatabase } from '../db/database.ts';
+import { migrateLogged, openDatabase } from '../db/database.ts';
 import { systemClock } from '../lib/time.ts';
 import { createRateLimiter } from '../ratelimit/limiter.ts';
 import { startWorkers, stopWorkers } from '../workers.ts';
@@ -17,8 +17,7 @@ export async function workerCommand(config: Readonly<Config>, logger: Logger): P
   checkSettingPaths(config, { tls: false });
   const database = openDatabase(config.database);
   const starting = (async () => {
-    const applied = await migrate(database);
-    if (applied.length) logger.info({ migrations: applied }, 'migrations applied');
+    await migrateLogged(database, logger);
     // The workers read nothing from it; AppContext simply requires one.
     const rateLimiter = createRateLimiter({ now: systemClock, logger });
     const ctx: AppContext = { config, database, clock: systemClock, logger, rateLimiter };

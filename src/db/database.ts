@@ -1,5 +1,6 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import { CompiledQuery, Kysely, type Migration, type MigrationProvider, Migrator, sql } from 'kysely';
+import type { Logger } from 'pino';
 import type { DatabaseConfig } from '../config.ts';
 import { asBatch, groupCommit } from './group-commit.ts';
 import * as m0001 from './migrations/0001-initial.ts';
@@ -60,7 +61,12 @@ export function openDatabase(config: DatabaseConfig): Database {
   return { db, dialect: 'sqlite', write: groupCommit(db), close: () => db.destroy() };
 }
 
-type DialectMigration = { up(db: Kysely<unknown>, dialect: Dialect): Promise<void> };
+/** Entries a migration that rewrites search entries has written so far (called after each batch). */
+export type MigrationProgress = (entries: number) => void;
+
+type DialectMigration = {
+  up(db: Kysely<unknown>, dialect: Dialect, progress?: MigrationProgress): Promise<void>;
+};
 
 /** Migrations in order; names are immutable once released. */
 const MIGRATIONS: Record<string, DialectMigration> = {
@@ -87,26 +93,69 @@ const MIGRATIONS: Record<string, DialectMigration> = {
 };
 
 class StaticProvider implements MigrationProvider {
-  constructor(private readonly dialect: Dialect) {}
+  constructor(
+    private readonly dialect: Dialect,
+    private readonly onProgress?: (migration: string, entries: number) => void,
+  ) {}
   async getMigrations(): Promise<Record<string, Migration>> {
+    const report = this.onProgress;
     return Object.fromEntries(
       Object.entries(MIGRATIONS).map(([name, m]) => [
         name,
-        { up: (db: Kysely<unknown>) => m.up(db, this.dialect) },
+        {
+          up: (db: Kysely<unknown>) =>
+            m.up(db, this.dialect, report && ((entries: number) => report(name, entries))),
+        },
       ]),
     );
   }
 }
 
 /**
- * Brings the schema up to date (or up to the migration named `to`, for upgrade tests); safe to run
- * from several processes at once (Kysely's migration lock).
+ * An `onProgress` for migrate that passes on at most one report every `ms` (the first after `ms`):
+ * the migrations that rewrite search entries run for minutes on a large database (0020: about 8
+ * minutes per million objects on SQLite) and report after every batch.
  */
-export async function migrate(database: Database, opts: { to?: string } = {}): Promise<string[]> {
-  const migrator = new Migrator({ db: database.db, provider: new StaticProvider(database.dialect) });
+export function progressEvery(
+  report: (migration: string, entries: number) => void,
+  ms = 5000,
+): (migration: string, entries: number) => void {
+  let last = Date.now();
+  return (migration, entries) => {
+    const now = Date.now();
+    if (now - last < ms) return;
+    last = now;
+    report(migration, entries);
+  };
+}
+
+/**
+ * Brings the schema up to date (or up to the migration named `to`, for upgrade tests); safe to run
+ * from several processes at once (Kysely's migration lock). `onProgress` hears from the migrations
+ * that rewrite search entries, after each batch.
+ */
+export async function migrate(
+  database: Database,
+  opts: { to?: string; onProgress?: (migration: string, entries: number) => void } = {},
+): Promise<string[]> {
+  const migrator = new Migrator({
+    db: database.db,
+    provider: new StaticProvider(database.dialect, opts.onProgress),
+  });
   const { error, results } = opts.to ? await migrator.migrateTo(opts.to) : await migrator.migrateToLatest();
   if (error) throw error;
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+/** migrate for `ads serve` and `ads worker`: progress every 5 s and the applied names, logged. */
+export async function migrateLogged(database: Database, logger: Logger): Promise<string[]> {
+  const applied = await migrate(database, {
+    onProgress: progressEvery((migration, entries) =>
+      logger.info({ migration, entries }, 'migration rewriting search entries'),
+    ),
+  });
+  if (applied.length) logger.info({ migrations: applied }, 'migrations applied');
+  return applied;
 }
 
 /**

@@ -116,7 +116,10 @@ describe('migration 0020 (SQLite): account tags on every index token', () => {
     const { rows } = await sql<{ last_id: string; done: number }>`
       SELECT last_id, done FROM ${sql.table(PROGRESS)} WHERE name = ${ACCOUNT_TAGS}`.execute(db());
     assert.equal(Number(rows[0]?.done), 0);
-    assert.deepEqual(await migrate(h.database), [ACCOUNT_TAGS]);
+    const reports: [string, number][] = [];
+    const applied = await migrate(h.database, { onProgress: (m, n) => reports.push([m, n]) });
+    assert.deepEqual(applied, [ACCOUNT_TAGS]);
+    assert.deepEqual(reports, [[ACCOUNT_TAGS, 12]], 'the 12 entries left, reported after their batch');
     await integrity();
     assert.deepEqual(await answers(), tagged);
     assert.deepEqual(await migrate(h.database), [], 'recorded as done');

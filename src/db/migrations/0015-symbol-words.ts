@@ -210,6 +210,10 @@ export async function rewriteEntries(
   return rewritten;
 }
 
-export async function up(db: Kysely<unknown>, dialect: Dialect): Promise<void> {
-  await refold(db, dialect, '0015-symbol-words', foldBefore0015, foldAfter0015);
+export async function up(
+  db: Kysely<unknown>,
+  dialect: Dialect,
+  progress?: (entries: number) => void,
+): Promise<void> {
+  await refold(db, dialect, '0015-symbol-words', foldBefore0015, foldAfter0015, { onBatch: progress });
 }

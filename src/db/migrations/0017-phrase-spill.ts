@@ -18,13 +18,24 @@ import { rewriteEntries } from './0015-symbol-words.ts';
  * 256 bytes of text can hold a word 256 times, and of those only entries with a stem at 256
  * positions are rewritten.
  */
-export async function up(db: Kysely<unknown>, dialect: Dialect): Promise<void> {
+export async function up(
+  db: Kysely<unknown>,
+  dialect: Dialect,
+  progress?: (entries: number) => void,
+): Promise<void> {
   if (dialect !== 'postgres') return;
   await searchPageDefinition(ORDER, { phrases: true, tiers: true, spill: true }).execute(db);
-  await rewriteEntries(db, dialect, '0017-phrase-spill', CUT, (row) => {
-    const doc = buildIndexDocument(row);
-    return { old: doc, next: doc };
-  });
+  await rewriteEntries(
+    db,
+    dialect,
+    '0017-phrase-spill',
+    CUT,
+    (row) => {
+      const doc = buildIndexDocument(row);
+      return { old: doc, next: doc };
+    },
+    { onBatch: progress },
+  );
 }
 
 /** An object whose entry has a stem (not an exact word, `=word` or `key=word`) at 256 positions. */

@@ -66,7 +66,11 @@ export async function retag(
   return written;
 }
 
-export async function up(db: Kysely<unknown>, dialect: Dialect): Promise<void> {
+export async function up(
+  db: Kysely<unknown>,
+  dialect: Dialect,
+  progress?: (entries: number) => void,
+): Promise<void> {
   if (dialect !== 'sqlite') return;
-  await retag(db);
+  await retag(db, { onBatch: progress });
 }
