@@ -64,6 +64,9 @@ export function openDatabase(config: DatabaseConfig): Database {
 /** Entries a migration that rewrites search entries has written so far (called after each batch). */
 export type MigrationProgress = (entries: number) => void;
 
+/** The same, for `migrate`'s caller: which migration, and its entries so far. */
+export type MigrationReport = (migration: string, entries: number) => void;
+
 type DialectMigration = {
   up(db: Kysely<unknown>, dialect: Dialect, progress?: MigrationProgress): Promise<void>;
 };
@@ -95,7 +98,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
 class StaticProvider implements MigrationProvider {
   constructor(
     private readonly dialect: Dialect,
-    private readonly onProgress?: (migration: string, entries: number) => void,
+    private readonly onProgress?: MigrationReport,
   ) {}
   async getMigrations(): Promise<Record<string, Migration>> {
     const report = this.onProgress;
@@ -116,10 +119,7 @@ class StaticProvider implements MigrationProvider {
  * the migrations that rewrite search entries run for minutes on a large database (0020: about 8
  * minutes per million objects on SQLite) and report after every batch.
  */
-export function progressEvery(
-  report: (migration: string, entries: number) => void,
-  ms = 5000,
-): (migration: string, entries: number) => void {
+export function progressEvery(report: MigrationReport, ms = 5000): MigrationReport {
   let last = Date.now();
   return (migration, entries) => {
     const now = Date.now();
@@ -136,7 +136,7 @@ export function progressEvery(
  */
 export async function migrate(
   database: Database,
-  opts: { to?: string; onProgress?: (migration: string, entries: number) => void } = {},
+  opts: { to?: string; onProgress?: MigrationReport } = {},
 ): Promise<string[]> {
   const migrator = new Migrator({
     db: database.db,

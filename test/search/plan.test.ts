@@ -16,6 +16,7 @@ import {
   ftsRow,
   MAX_ACCOUNT_SEQ,
   seqOfDoc,
+  tierMatch,
 } from '../../src/search/compile-sqlite.ts';
 import { buildIndexDocument, distinctWords, vocabularyDelta } from '../../src/search/document.ts';
 import { parseQuery } from '../../src/search/parser.ts';
@@ -171,6 +172,7 @@ describe('index documents', () => {
         '({title_x tags_x content_x} : "0000afin" *) AND (tags : "0000ax")) NOT ((type : ("0000anote"))))',
     );
     assert.equal(filterMatch([{ kind: 'tag', value: 'Q3 plan' }], '0000a'), '(tags_x : "0000aq3 0000aplan")');
+    assert.equal(tierMatch(plan('report')!, '0000a'), '({title tags} : "0000areport")');
   });
 
   test('the pair sketch grows with the text, and is left out where positions are clamped', () => {

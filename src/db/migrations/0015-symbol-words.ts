@@ -1,6 +1,7 @@
 import { type Kysely, type RawBuilder, sql } from 'kysely';
 import { buildIndexDocument, type IndexDocument } from '../../search/document.ts';
 import { withIndexLayout } from '../../search/layout.ts';
+import type { MigrationProgress } from '../database.ts';
 import { asBatch } from '../group-commit.ts';
 import type { DataObjectsTable, Db, Dialect } from '../types.ts';
 
@@ -210,10 +211,6 @@ export async function rewriteEntries(
   return rewritten;
 }
 
-export async function up(
-  db: Kysely<unknown>,
-  dialect: Dialect,
-  progress?: (entries: number) => void,
-): Promise<void> {
+export async function up(db: Kysely<unknown>, dialect: Dialect, progress?: MigrationProgress): Promise<void> {
   await refold(db, dialect, '0015-symbol-words', foldBefore0015, foldAfter0015, { onBatch: progress });
 }

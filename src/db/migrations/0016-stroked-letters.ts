@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import { foldText } from '../../search/text.ts';
+import type { MigrationProgress } from '../database.ts';
 import type { Dialect } from '../types.ts';
 import { foldAfter0015, refold } from './0015-symbol-words.ts';
 
@@ -9,10 +10,6 @@ import { foldAfter0015, refold } from './0015-symbol-words.ts';
  * `Łódź`. As 0015 did for symbols, this rewrites the index entry of every object whose words
  * change, from the folding 0015 wrote with to this release's, resumably (see `refold`).
  */
-export async function up(
-  db: Kysely<unknown>,
-  dialect: Dialect,
-  progress?: (entries: number) => void,
-): Promise<void> {
+export async function up(db: Kysely<unknown>, dialect: Dialect, progress?: MigrationProgress): Promise<void> {
   await refold(db, dialect, '0016-stroked-letters', foldAfter0015, foldText, { onBatch: progress });
 }

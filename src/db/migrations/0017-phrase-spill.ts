@@ -1,5 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import { buildIndexDocument } from '../../search/document.ts';
+import type { MigrationProgress } from '../database.ts';
 import type { Dialect } from '../types.ts';
 import { searchPageDefinition } from './0007-search-speed.ts';
 import { ORDER } from './0008-search-ties.ts';
@@ -18,11 +19,7 @@ import { rewriteEntries } from './0015-symbol-words.ts';
  * 256 bytes of text can hold a word 256 times, and of those only entries with a stem at 256
  * positions are rewritten.
  */
-export async function up(
-  db: Kysely<unknown>,
-  dialect: Dialect,
-  progress?: (entries: number) => void,
-): Promise<void> {
+export async function up(db: Kysely<unknown>, dialect: Dialect, progress?: MigrationProgress): Promise<void> {
   if (dialect !== 'postgres') return;
   await searchPageDefinition(ORDER, { phrases: true, tiers: true, spill: true }).execute(db);
   await rewriteEntries(

@@ -1,6 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 import { accountTag, FTS_COLUMNS, ftsRow, seqOfDoc } from '../../search/compile-sqlite.ts';
 import { buildIndexDocument } from '../../search/document.ts';
+import type { MigrationProgress } from '../database.ts';
 import type { DataObjectsTable, Dialect } from '../types.ts';
 import { ACCOUNT_TAGS, inTransaction, PROGRESS } from './0015-symbol-words.ts';
 
@@ -66,11 +67,7 @@ export async function retag(
   return written;
 }
 
-export async function up(
-  db: Kysely<unknown>,
-  dialect: Dialect,
-  progress?: (entries: number) => void,
-): Promise<void> {
+export async function up(db: Kysely<unknown>, dialect: Dialect, progress?: MigrationProgress): Promise<void> {
   if (dialect !== 'sqlite') return;
   await retag(db, { onBatch: progress });
 }
