@@ -1,6 +1,6 @@
 import { type Kysely, type RawBuilder, sql } from 'kysely';
 import { buildIndexDocument, type IndexDocument } from '../../search/document.ts';
-import { withIndexLayout } from '../../search/layout.ts';
+import { CURRENT as CURRENT_LAYOUT, withIndexLayout } from '../../search/layout.ts';
 import type { MigrationProgress } from '../database.ts';
 import { asBatch } from '../group-commit.ts';
 import type { DataObjectsTable, Db, Dialect } from '../types.ts';
@@ -147,7 +147,8 @@ export async function rewriteEntries(
   await sql`INSERT INTO ${sql.table(PROGRESS)} (name) VALUES (${name}) ON CONFLICT (name) DO NOTHING`.execute(
     db,
   );
-  const layout = { stripedVocabulary: true, pairSketch: true, accountTags: true };
+  // The current layout, less what this database's migrations have not reached yet.
+  const layout = { ...CURRENT_LAYOUT };
   if (dialect === 'sqlite') {
     // Before migration 0020 has finished, FTS5 tokens carry no account tag.
     const { rows: tagged } = await sql<{ done: number }>`
