@@ -253,6 +253,12 @@ describeEachDatabase('GET /search: filters, dates, sorting and pages', (h) => {
       });
       assert.equal(filtered.body.data.total, 2);
       for (const r of filtered.body.data.results) assert.equal(r.score, score.get(r.id));
+      // Sorted by date or title, SQLite scores only the page's rows: the scores are still these.
+      for (const sort of ['date', 'title']) {
+        const sorted = await search(h, acc2.adminKey, { q: 'zephyr OR beta', filter: 'tag:beta', sort });
+        assert.equal(sorted.body.data.total, 2);
+        for (const r of sorted.body.data.results) assert.equal(r.score, score.get(r.id), sort);
+      }
       const first = await search(h, acc2.adminKey, { q: 'zephyr OR beta', filter: 'tag:beta', limit: 1 });
       const second = await search(h, acc2.adminKey, {
         q: 'zephyr OR beta',
