@@ -43,7 +43,8 @@ const SEED = path.resolve(import.meta.dirname, '../seed/run.ts');
 // Pro keys allow 300 requests per minute each: give each rate-limited scenario its own pool, sized
 // so that even 25,000 req/s for the whole run stays under 250 per key (the server has answered
 // 16,700 GET /data/{id} a second on a fast machine, where a pool sized for 8,000 ran into 429s).
-// With three such scenarios that is 5,400 keys, within the server's key cache (auth.ts).
+// Three such scenarios at 5 s + 1 s of warm-up and 3 rounds take 5,400 keys, within the server's
+// key cache (auth.ts).
 const PRO_PER_MINUTE_SAFE = 250;
 const ASSUMED_MAX_RPS = 25_000;
 const READ_IDS = 10_000;

@@ -253,7 +253,7 @@ describeEachDatabase('GET /search: filters, dates, sorting and pages', (h) => {
       });
       assert.equal(filtered.body.data.total, 2);
       for (const r of filtered.body.data.results) assert.equal(r.score, score.get(r.id));
-      // Sorted by date or title, SQLite scores only the page's rows: the scores are still these.
+      // Ordered by date or title instead, each hit keeps the score of the unfiltered search.
       for (const sort of ['date', 'title']) {
         const sorted = await search(h, acc2.adminKey, { q: 'zephyr OR beta', filter: 'tag:beta', sort });
         assert.equal(sorted.body.data.total, 2);
