@@ -23,6 +23,7 @@ import * as m0017 from './migrations/0017-phrase-spill.ts';
 import * as m0018 from './migrations/0018-vocab-stripes.ts';
 import * as m0019 from './migrations/0019-phrase-pairs.ts';
 import * as m0020 from './migrations/0020-account-tags.ts';
+import * as m0021 from './migrations/0021-auth-epoch.ts';
 import { HOT_STATEMENT, openPostgres } from './postgres.ts';
 import { openSqlite } from './sqlite.ts';
 import type { DB, Db, Dialect } from './types.ts';
@@ -93,6 +94,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0018-vocab-stripes': m0018,
   '0019-phrase-pairs': m0019,
   '0020-account-tags': m0020,
+  '0021-auth-epoch': m0021,
 };
 
 class StaticProvider implements MigrationProvider {

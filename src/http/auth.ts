@@ -2,7 +2,12 @@ import { isIPv6 } from 'node:net';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { v6ToHextets } from '../lib/ip.ts';
-import { findKeyForAuth, findKeyForAuthById, type KeyForAuth } from '../modules/api-keys/repo.ts';
+import {
+  findKeyForAuth,
+  findKeyForAuthById,
+  type KeyForAuth,
+  readAuthEpoch,
+} from '../modules/api-keys/repo.ts';
 import { effectiveScopes, parseScopes } from '../modules/api-keys/scopes.ts';
 import { hashSecret, looksLikeApiKey } from '../modules/api-keys/tokens.ts';
 import { AppError, forbidden, unauthorized } from './errors.ts';
@@ -46,9 +51,12 @@ const KEY_CACHE_SIZE = 10_000;
 
 /**
  * Resolves the key on every request, so a revoked key or a lowered role is refused on the very next
- * call on every instance. What is cached is only which key a token is (token -> account and key id,
- * a fact that never changes); the key, user and account rows are read on every request by primary
- * key, which also skips the SHA-256. Routes declare `config.scope`; routes without it are public.
+ * call on every instance. A token is identified by its SHA-256 once; after that by its key's primary
+ * key (token -> account and key id, a fact that never changes). On PostgreSQL the key, user and
+ * account rows are read on every request. On SQLite what they allow is kept per token with the auth
+ * epoch it was read under (a counter every update or delete of those tables raises, by trigger,
+ * whoever writes: migration 0021), and each request reads only that one-row counter, rereading the
+ * three rows when it moved. Routes declare `config.scope`; routes without it are public.
  */
 export function installAuth(app: FastifyInstance) {
   const { config, database } = app.ctx;
@@ -58,8 +66,12 @@ export function installAuth(app: FastifyInstance) {
   // Addresses with a failure in the limiter; the others skip asking it (the common case). Once the
   // set is full every address is asked again, as before.
   const failedIps = new Set<string>();
-  // Bearer tokens already identified by their hash -> their key's primary key (oldest dropped first).
-  const known = new Map<string, { accountId: string; keyId: string }>();
+  // Bearer tokens already identified by their hash -> their key's primary key (oldest dropped first),
+  // and what the rows last read for it allow, with the auth epoch they were read under (SQLite).
+  const known = new Map<
+    string,
+    { accountId: string; keyId: string; auth: AuthContext | null; epoch: number | undefined }
+  >();
 
   const tooMany = (msBeforeNext: number) =>
     new AppError('rate_limited', 'Too many failed authentications from this address.', {
@@ -96,31 +108,39 @@ export function installAuth(app: FastifyInstance) {
     throw unauthorized(message);
   };
 
-  const lookup = async (token: string): Promise<KeyForAuth | undefined> => {
+  /** What a request authenticates as with the key's rows, or null when the key cannot be used. */
+  const authOf = (row: KeyForAuth | undefined): AuthContext | null =>
+    row !== undefined && row.revoked_at === null && row.status === 'active'
+      ? Object.freeze({
+          accountId: row.account_id,
+          userId: row.user_id,
+          keyId: row.key_id,
+          role: row.role,
+          plan: row.plan,
+          scopes: Object.freeze(effectiveScopes(parseScopes(row.scopes), row.role)),
+        })
+      : null;
+
+  const lookup = async (token: string): Promise<AuthContext | null> => {
     const hit = known.get(token);
-    if (hit) return findKeyForAuthById(db, dialect, hit.accountId, hit.keyId);
-    const row = await findKeyForAuth(db, dialect, hashSecret(token));
+    // Read before the rows, so rows read after a change are never filed under an older epoch.
+    const epoch = await readAuthEpoch(db, dialect);
+    if (hit !== undefined && epoch !== undefined && hit.epoch === epoch) return hit.auth;
+    const row = hit
+      ? await findKeyForAuthById(db, dialect, hit.accountId, hit.keyId)
+      : await findKeyForAuth(db, dialect, hashSecret(token));
+    const auth = authOf(row);
     if (row) {
-      if (known.size >= KEY_CACHE_SIZE) known.delete(known.keys().next().value as string);
-      known.set(token, { accountId: row.account_id, keyId: row.key_id });
+      if (hit === undefined && known.size >= KEY_CACHE_SIZE)
+        known.delete(known.keys().next().value as string);
+      known.set(token, { accountId: row.account_id, keyId: row.key_id, auth, epoch });
+    } else if (hit) {
+      known.delete(token);
     }
-    return row;
+    return auth;
   };
 
   app.decorateRequest('auth', null as unknown as AuthContext);
-
-  const identify = (request: FastifyRequest, row: KeyForAuth) => {
-    request.auth = {
-      accountId: row.account_id,
-      userId: row.user_id,
-      keyId: row.key_id,
-      role: row.role,
-      plan: row.plan,
-      scopes: effectiveScopes(parseScopes(row.scopes), row.role),
-    };
-  };
-  const usable = (row: KeyForAuth | undefined): row is KeyForAuth =>
-    row !== undefined && row.revoked_at === null && row.status === 'active';
 
   app.addHook('onRequest', async (request) => {
     const needed = request.routeOptions.config.scope;
@@ -132,8 +152,8 @@ export function installAuth(app: FastifyInstance) {
       if (token === null) return;
       const client = failureKey(request.ip);
       await throttled(client);
-      const row = looksLikeApiKey(token) ? await lookup(token) : undefined;
-      if (usable(row)) identify(request, row);
+      const auth = looksLikeApiKey(token) ? await lookup(token) : null;
+      if (auth) request.auth = auth;
       else await recordFailure(client);
       return;
     }
@@ -142,9 +162,9 @@ export function installAuth(app: FastifyInstance) {
     const token = bearer(request);
     if (!token) return fail(client);
     if (!looksLikeApiKey(token)) return fail(client, 'The API key is malformed, unknown or revoked.');
-    const row = await lookup(token);
-    if (!usable(row)) return fail(client, 'The API key is malformed, unknown or revoked.');
-    identify(request, row);
+    const auth = await lookup(token);
+    if (!auth) return fail(client, 'The API key is malformed, unknown or revoked.');
+    request.auth = auth;
   });
 }
 

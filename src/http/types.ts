@@ -3,12 +3,12 @@ import type { Scope } from '../modules/api-keys/scopes.ts';
 
 /** Who is calling: resolved from the API key on every request. */
 export interface AuthContext {
-  accountId: string;
-  userId: string;
-  keyId: string;
-  role: string;
-  plan: string;
-  scopes: Scope[];
+  readonly accountId: string;
+  readonly userId: string;
+  readonly keyId: string;
+  readonly role: string;
+  readonly plan: string;
+  readonly scopes: readonly Scope[];
 }
 
 declare module 'fastify' {

@@ -5,9 +5,16 @@ import { it } from 'node:test';
 import { sql } from 'kysely';
 import { describeEachDatabase, type Harness } from '../helpers/harness.ts';
 
-/** Kysely's own bookkeeping; not ours to shape. */
-/** Migration bookkeeping, holding no account's data (search_refold_progress: migration 0015). */
-const FRAMEWORK_TABLES = new Set(['kysely_migration', 'kysely_migration_lock', 'search_refold_progress']);
+/**
+ * Bookkeeping that holds no account's data: Kysely's migration tables, search_refold_progress
+ * (migration 0015) and SQLite's one-row auth_epoch counter (migration 0021).
+ */
+const FRAMEWORK_TABLES = new Set([
+  'kysely_migration',
+  'kysely_migration_lock',
+  'search_refold_progress',
+  'auth_epoch',
+]);
 
 /**
  * Indexes that may not lead with account_id, each with the reason (docs/deployment.md "Ready for

@@ -36,6 +36,17 @@ export async function findKeyForAuthById(db: Db, dialect: Dialect, accountId: st
   return (await byId(db, dialect, [accountId, keyId]))[0];
 }
 
+const authEpoch = hotQuery<{ v: number }>('select v from auth_epoch where id = 1');
+
+/**
+ * SQLite: the counter that every update or delete of a key, user or account raises (migration
+ * 0021), read before the rows it vouches for. PostgreSQL has none: undefined.
+ */
+export async function readAuthEpoch(db: Db, dialect: Dialect): Promise<number | undefined> {
+  if (dialect !== 'sqlite') return undefined;
+  return (await authEpoch(db, dialect, []))[0]?.v;
+}
+
 /** Live keys of an account, optionally of one user, newest first. */
 export async function listApiKeys(
   db: Db,
