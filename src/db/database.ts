@@ -1,4 +1,3 @@
-import type BetterSqlite3 from 'better-sqlite3';
 import { CompiledQuery, Kysely, type Migration, type MigrationProvider, Migrator, sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { DatabaseConfig } from '../config.ts';
@@ -56,9 +55,9 @@ export function openDatabase(config: DatabaseConfig): Database {
       close: () => db.destroy(),
     };
   }
-  const { dialect, raw, prepare } = openSqlite(config.file, config.cacheMb);
-  const db = new Kysely<DB>({ dialect });
-  directSqlite.set(db, { raw, prepare });
+  const sqlite = openSqlite(config.file, config.cacheMb);
+  const db = new Kysely<DB>({ dialect: sqlite.dialect });
+  directSqlite.set(db, sqlite);
   return { db, dialect: 'sqlite', write: groupCommit(db), close: () => db.destroy() };
 }
 
@@ -192,10 +191,7 @@ export function isUniqueViolation(err: unknown): boolean {
 }
 
 /** The SQLite connection behind each SQLite Kysely handle (not its transactions), for hotQuery. */
-const directSqlite = new WeakMap<
-  object,
-  { raw: BetterSqlite3.Database; prepare: (sql: string) => BetterSqlite3.Statement }
->();
+const directSqlite = new WeakMap<object, Pick<ReturnType<typeof openSqlite>, 'raw' | 'prepare' | 'read'>>();
 
 /**
  * A hot-path query written once in SQL with `?` placeholders (PostgreSQL gets `$1…`): Kysely's
@@ -204,20 +200,22 @@ const directSqlite = new WeakMap<
  *
  * On SQLite, called with the database's own handle while no transaction is open on its one
  * connection, it runs the statement directly (a few µs less than Kysely's executor and connection
- * mutex, per statement). While a transaction is open (a group commit between its awaits), it goes
+ * mutex, per statement), a read with the turn's WAL read lock held beside it (readLockHolder in
+ * src/db/sqlite.ts). While a transaction is open (a group commit between its awaits), it goes
  * through Kysely like any built query and waits for the mutex: run directly, it would read that
  * transaction's uncommitted writes. Called with a transaction, it always runs in it.
  */
 export function hotQuery<R>(text: string) {
   let n = 0;
   const pgText = HOT_STATEMENT + text.replace(/\?/g, () => `$${++n}`);
+  let reader: boolean | undefined;
   return (db: Db, dialect: Dialect, params: readonly unknown[]): Promise<R[]> => {
     const direct = directSqlite.get(db);
     if (direct !== undefined && !direct.raw.inTransaction) {
       try {
-        const stmt = direct.prepare(text);
-        if (stmt.reader) return Promise.resolve(stmt.all(params) as R[]);
-        stmt.run(params);
+        reader ??= direct.prepare(text).reader;
+        if (reader) return Promise.resolve(direct.read(text, params) as R[]);
+        direct.prepare(text).run(params);
         return Promise.resolve([]);
       } catch (err) {
         return Promise.reject(err);
