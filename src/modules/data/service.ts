@@ -23,8 +23,9 @@ export function toDataObject(row: DataRow): DataObjectOut {
     title: row.title,
     type: row.type as DataObjectOut['type'],
     content: row.content,
-    tags: JSON.parse(row.tags),
-    metadata: JSON.parse(row.metadata),
+    // Empty ones (what an object gets when created without them) need no parse.
+    tags: row.tags === '[]' ? [] : JSON.parse(row.tags),
+    metadata: row.metadata === '{}' ? {} : JSON.parse(row.metadata),
     created_at: row.created_at,
     updated_at: row.updated_at,
   };
