@@ -22,13 +22,22 @@ const batchFlushes = new WeakMap<Db, Map<string, Flush>>();
 /**
  * Defers `flush` to the end of the enclosing group-commit batch (once per `key` and batch: a later
  * registration under the same key replaces the earlier one, so it must cover all of them). Outside
- * a batch it runs at once. Used to merge per-write index maintenance across a batch.
+ * a batch it runs at once. Used to merge per-write index maintenance across a batch. Flushes run in
+ * the order their keys were first registered, those registered with `last` after all the others.
  */
-export async function beforeCommit(trx: Db, key: string, flush: Flush): Promise<void> {
+export async function beforeCommit(
+  trx: Db,
+  key: string,
+  flush: Flush,
+  opts: { last?: boolean } = {},
+): Promise<void> {
   const flushes = batchFlushes.get(trx);
-  if (flushes) flushes.set(key, flush);
+  if (flushes) flushes.set(opts.last ? `${LAST}${key}` : key, flush);
   else await flush(trx);
 }
+
+/** Marks the keys of flushes that run after the others. */
+const LAST = '\u0000last:';
 
 /** True when `trx` is a group-commit batch, so per-write work may be accumulated for `beforeCommit`. */
 export const inBatch = (trx: Db): boolean => batchFlushes.has(trx);
@@ -46,7 +55,8 @@ export async function asBatch<T>(trx: Db, fn: () => Promise<T>): Promise<T> {
   batchFlushes.set(trx, flushes);
   try {
     const out = await fn();
-    for (const flush of flushes.values()) await flush(trx);
+    for (const [key, flush] of flushes) if (!key.startsWith(LAST)) await flush(trx);
+    for (const [key, flush] of flushes) if (key.startsWith(LAST)) await flush(trx);
     return out;
   } finally {
     batchFlushes.delete(trx);

@@ -2,6 +2,7 @@
 // and wildcard expansion through the account's vocabulary (trigram FTS5 table over its words).
 import { type RawBuilder, sql } from 'kysely';
 import { hotQuery } from '../db/database.ts';
+import { batchOf, beforeCommit } from '../db/group-commit.ts';
 import type { Db } from '../db/types.ts';
 import {
   accountTag,
@@ -87,8 +88,42 @@ export async function insertDocument(db: Db, row: IndexedRow, doc: IndexDocument
     row.tags,
     row.metadata,
   ]);
-  await insertFts(db, 'sqlite', [rowid, ...ftsRow(doc, tagOf(db, rowid))]);
+  const values = [rowid, ...ftsRow(doc, tagOf(db, rowid))];
+  await writeFts(db, (trx) => insertFts(trx, 'sqlite', values));
   return wordsOf(doc);
+}
+
+/** Per open batch: its writes to search_fts, in order, run after every other statement of it. */
+const batchFts = new WeakMap<object, ((trx: Db) => Promise<unknown>)[]>();
+
+/**
+ * Runs a write to search_fts, or inside a group-commit batch queues it to run last. FTS5 keeps the
+ * terms of its writes in memory until the COMMIT and then writes them as one new segment, but it
+ * also writes them out whenever a later statement of the transaction opens a statement savepoint
+ * (an upsert, a write with triggers: nearly every other write). Run in place, each object of a
+ * batch would become a segment of its own, each one more to write and to merge.
+ */
+async function writeFts(db: Db, write: (trx: Db) => Promise<unknown>): Promise<void> {
+  const batch = batchOf(db);
+  if (!batch) {
+    await write(db);
+    return;
+  }
+  let queued = batchFts.get(batch);
+  if (!queued) {
+    const writes: ((trx: Db) => Promise<unknown>)[] = [];
+    queued = writes;
+    batchFts.set(batch, writes);
+    await beforeCommit(
+      db,
+      'search_fts',
+      async (trx) => {
+        for (const w of writes) await w(trx);
+      },
+      { last: true },
+    );
+  }
+  queued.push(write);
 }
 
 /**
@@ -100,9 +135,10 @@ export async function removeDocument(db: Db, doc: IndexDocument): Promise<boolea
     DELETE FROM search_documents WHERE account_id = ${doc.accountId} AND id = ${doc.id}
     RETURNING doc`.execute(db);
   if (!rows[0]) return false;
-  await sql`
+  const statement = sql`
     INSERT INTO search_fts (search_fts, rowid, ${sql.raw(FTS_COLUMNS.join(', '))})
-    VALUES ('delete', ${rows[0].doc}, ${sql.join(ftsRow(doc, tagOf(db, rows[0].doc)))})`.execute(db);
+    VALUES ('delete', ${rows[0].doc}, ${sql.join(ftsRow(doc, tagOf(db, rows[0].doc)))})`;
+  await writeFts(db, (trx) => statement.execute(trx));
   return true;
 }
 
