@@ -1,4 +1,4 @@
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { isoNow } from '../lib/time.ts';
 
 /** `{ data, meta }` for one resource. */
@@ -24,4 +24,26 @@ export function okPage<T>(request: FastifyRequest, name: string, items: T[], tot
     data: { [name]: items, ...counts },
     meta: { request_id: request.id, timestamp: isoNow(request.server.ctx.clock), ...counts },
   };
+}
+
+/**
+ * Sends a collection envelope whose items arrive already serialised as a JSON array (SQLite's JSON
+ * functions build a list page in one statement). The envelope goes through the route's response
+ * serializer with an empty array, and the array takes its place: the first member of `data`.
+ */
+export function sendPageJson(
+  reply: FastifyReply,
+  request: FastifyRequest,
+  name: string,
+  itemsJson: string,
+  total: number,
+  p: PageRequest,
+) {
+  const head = `{"data":{${JSON.stringify(name)}:`;
+  // The response schemas serialise to strings (fast-json-stringify).
+  const body = reply.serialize(okPage(request, name, [], total, p)) as string;
+  if (!body.startsWith(`${head}[]`)) throw new Error(`a ${name} page does not start with ${head}[]`);
+  return reply
+    .type('application/json; charset=utf-8')
+    .send(`${head}${itemsJson}${body.slice(head.length + 2)}`);
 }

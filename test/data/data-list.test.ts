@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
-import { afterEach, it } from 'node:test';
-import { describeEachDatabase, type Harness, type TestResponse } from '../helpers/harness.ts';
+import { after, afterEach, before, describe, it } from 'node:test';
+import { CompiledQuery } from 'kysely';
+import { sqliteListSql } from '../../src/modules/data/repo.ts';
+import { createHarness, describeEachDatabase, type Harness, type TestResponse } from '../helpers/harness.ts';
 
 interface Item {
   id: string;
@@ -197,5 +199,61 @@ describeEachDatabase('data objects: listing, pagination and sort (decisions §2,
     assertCounts(res, { total: 1, page: 1, pages: 1, limit: 20 });
     assert.deepEqual(ids(res), mine.ids);
     assert.ok(!ids(res).some((id) => theirs.ids.includes(id)));
+  });
+
+  it('writes each item exactly as JSON.stringify would, whatever the title holds', async () => {
+    // SQLite serialises the page itself (json_object); its escaping must be JSON.stringify's.
+    let controls = '';
+    for (let c = 1; c < 0x20; c++) controls += String.fromCharCode(c);
+    const titles = [
+      `quote " backslash \\ slash / ${controls} del \u007f`,
+      'line and paragraph separators \u2028 \u2029, <script>&amp;',
+      'héllo wörld 日本語 😀 \ufeff zero\u200bwidth',
+    ];
+    const { key, ids: created } = await seed(h, titles);
+    for (const query of ['sort=date&order=asc', 'sort=title&order=asc', 'sort=title&order=desc&limit=2']) {
+      const res = await list(key, query);
+      assert.equal(res.status, 200, res.raw.slice(0, 300));
+      // The whole answer is what JSON.stringify gives for the parsed answer: same escapes, same order.
+      assert.equal(res.raw, JSON.stringify(res.body), query);
+      for (const item of res.body.data.items as Item[]) {
+        const one = await h.request('GET', `/v1/data/${item.id}`, { key });
+        const { id, title, type, created_at } = one.body.data;
+        assert.deepEqual(item, { id, title, type, created_at });
+      }
+    }
+    const asc = await list(key, 'sort=date&order=asc');
+    assert.deepEqual(
+      asc.body.data.items.map((i: Item) => i.title),
+      titles,
+    );
+    assert.deepEqual(ids(asc), created);
+  });
+});
+
+describe('data objects: the SQLite list statement', () => {
+  const h = createHarness('sqlite');
+  before(() => h.setup());
+  after(() => h.teardown());
+  it('keeps LIMIT out of the plan and walks an index in order, never sorting', async () => {
+    const acc = await h.account('enterprise');
+    for (const sort of ['date', 'title'] as const) {
+      for (const order of ['asc', 'desc'] as const) {
+        const sql = sqliteListSql(sort, order);
+        // A bare `limit ?` makes SQLite recompile the statement whenever the parameter is bound
+        // (sqlite3ExprIsInteger marks it in the statement's expmask): once per request.
+        assert.doesNotMatch(sql, /limit \?/i, `${sort} ${order}`);
+        assert.match(sql, /limit \+\? offset \?/i, `${sort} ${order}`);
+        const plan = await h.database.db.executeQuery<{ detail: string }>(
+          CompiledQuery.raw(`explain query plan ${sql}`, [acc.id, acc.id, 20, 0]),
+        );
+        const details = plan.rows.map((r) => r.detail).join('\n');
+        assert.match(
+          details,
+          sort === 'date' ? /USING INDEX data_objects_created_idx/ : /USING INDEX data_objects_title_idx/,
+        );
+        assert.doesNotMatch(details, /TEMP B-TREE/, `${sort} ${order}: no sort`);
+      }
+    }
   });
 });

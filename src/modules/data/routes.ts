@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { offsetOf, ok, okPage } from '../../http/envelope.ts';
+import { offsetOf, ok, okPage, sendPageJson } from '../../http/envelope.ts';
 import { errorResponses } from '../../http/schemas.ts';
 import {
   CreateDataBody,
@@ -26,15 +26,16 @@ export const dataRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: DataListEnvelope, ...errorResponses(400, 401, 403, 429) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { page = 1, limit = 20, sort = 'date', order } = request.query;
-      const { rows, total } = await listData(app.ctx, request.auth.accountId, {
+      const { items, total } = await listData(app.ctx, request.auth.accountId, {
         sort,
         order,
         limit,
         offset: offsetOf({ page, limit }),
       });
-      return okPage(request, 'items', rows, total, { page, limit });
+      if ('json' in items) return sendPageJson(reply, request, 'items', items.json, total, { page, limit });
+      return okPage(request, 'items', items, total, { page, limit });
     },
   );
 
