@@ -1,9 +1,24 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { isoNow } from '../lib/time.ts';
 
+const metaOf = (request: FastifyRequest) => ({
+  request_id: request.id,
+  timestamp: isoNow(request.server.ctx.clock),
+});
+
 /** `{ data, meta }` for one resource. */
 export function ok<T>(request: FastifyRequest, data: T) {
-  return { data, meta: { request_id: request.id, timestamp: isoNow(request.server.ctx.clock) } };
+  return { data, meta: metaOf(request) };
+}
+
+/**
+ * Sends `{ data, meta }` for one resource the database has already serialised (SQLite's JSON
+ * functions). `meta` holds two strings, which JSON.stringify writes as the response serializer does.
+ */
+export function sendOkJson(reply: FastifyReply, request: FastifyRequest, dataJson: string) {
+  return reply
+    .type('application/json; charset=utf-8')
+    .send(`{"data":${dataJson},"meta":${JSON.stringify(metaOf(request))}}`);
 }
 
 export interface PageRequest {

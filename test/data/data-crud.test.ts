@@ -51,6 +51,51 @@ describeEachDatabase('data objects: create, read, update, delete', (h) => {
     }
   });
 
+  it('answers GET with the bytes JSON.stringify writes, the same object POST and PATCH answered', async () => {
+    // SQLite serialises the object itself (json_object, json() of the stored tags and metadata).
+    let controls = '';
+    for (let c = 1; c < 0x20; c++) controls += String.fromCharCode(c);
+    const tricky = `q " b \\ s / ${controls} \u007f \u2028 \u2029 é 日本 😀 <b>&amp;`;
+    const created = await h.request('POST', '/v1/data', {
+      key: acc.adminKey,
+      body: {
+        title: tricky,
+        type: 'record',
+        content: `${tricky}\n`.repeat(40),
+        tags: [tricky.slice(0, 60), 'b', '10', 'a'],
+        // Keys in an order JavaScript changes (integer-like keys first) and values with escapes.
+        metadata: { z: tricky, '2': 'two', a: '"', '1': '\\' },
+      },
+    });
+    assert.equal(created.status, 201, created.raw.slice(0, 300));
+    const id = created.body.data.id;
+    const get = async () => {
+      const res = await h.request('GET', `/v1/data/${id}`, { key: acc.adminKey });
+      assert.equal(res.status, 200, res.raw.slice(0, 300));
+      assert.equal(res.raw, JSON.stringify(res.body));
+      assert.equal(res.headers['content-type'], 'application/json; charset=utf-8');
+      return res;
+    };
+    const first = await get();
+    assert.deepEqual(first.body.data, created.body.data);
+    assert.equal(
+      JSON.stringify(first.body.data),
+      JSON.stringify(created.body.data),
+      'same member order, metadata keys included',
+    );
+    const patched = await h.request('PATCH', `/v1/data/${id}`, {
+      key: acc.adminKey,
+      body: { tags: [], metadata: {} },
+    });
+    assert.equal(patched.status, 200);
+    const second = await get();
+    assert.equal(JSON.stringify(second.body.data), JSON.stringify(patched.body.data));
+    assert.deepEqual([second.body.data.tags, second.body.data.metadata], [[], {}]);
+    assert.match(second.body.data.updated_at, /Z$/);
+    assert.match(second.body.meta.request_id, /^req_/);
+    assert.equal(second.headers['x-request-id'], second.body.meta.request_id);
+  });
+
   it('is listed immediately with exactly id, title, type and created_at', async () => {
     const created = await h.request('POST', '/v1/data', {
       key: acc.adminKey,

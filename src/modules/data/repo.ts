@@ -27,6 +27,18 @@ const selectOneForUpdate = hotQuery<DataRow>(
   `select ${COLUMNS} from data_objects where account_id = ? and id = ? for update`,
 );
 
+// The API shape of one object, serialised by SQLite's JSON functions (tags and metadata are stored
+// as JSON text, which json() inserts as JSON): about half the time of reading the row, parsing its
+// JSON columns and serialising the object (docs/benchmarks.md).
+const selectOneJson = hotQuery<{ json: string }>(
+  `select json_object('id', id, 'title', title, 'type', type, 'content', content, 'tags', json(tags), 'metadata', json(metadata), 'created_at', created_at, 'updated_at', updated_at) as json from data_objects where account_id = ? and id = ?`,
+);
+
+/** One object of one account as the API's JSON (SQLite only), or undefined. */
+export async function findDataObjectJson(db: Db, accountId: string, id: string): Promise<string | undefined> {
+  return (await selectOneJson(db, 'sqlite', [accountId, id]))[0]?.json;
+}
+
 /** One object of one account; `forUpdate` locks the row on PostgreSQL (SQLite serialises writers). */
 export async function findDataObject(
   db: Db,
@@ -86,6 +98,11 @@ export async function countDataObjects(db: Db, dialect: Dialect, accountId: stri
 
 /** A page already serialised as a JSON array (by the database), to be sent as is. */
 export interface SerializedPage {
+  json: string;
+}
+
+/** One object already serialised as the API's JSON (by the database), to be sent as is. */
+export interface SerializedObject {
   json: string;
 }
 

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { offsetOf, ok, okPage, sendPageJson } from '../../http/envelope.ts';
+import { offsetOf, ok, okPage, sendOkJson, sendPageJson } from '../../http/envelope.ts';
 import { errorResponses } from '../../http/schemas.ts';
 import {
   CreateDataBody,
@@ -70,7 +70,10 @@ export const dataRoutes: FastifyPluginAsyncTypebox = async (app) => {
           response: { 200: DataEnvelope, ...errorResponses(401, 403, 404, 429) },
         },
       },
-      async (request) => ok(request, await getData(app.ctx, request.auth.accountId, request.params.id)),
+      async (request, reply) => {
+        const object = await getData(app.ctx, request.auth.accountId, request.params.id);
+        return 'json' in object ? sendOkJson(reply, request, object.json) : ok(request, object);
+      },
     );
   }
 

@@ -10,8 +10,10 @@ import {
   type DataSort,
   deleteDataObject,
   findDataObject,
+  findDataObjectJson,
   insertDataObject,
   listDataObjects,
+  type SerializedObject,
   updateDataObject,
 } from './repo.ts';
 import type { CreateDataInput, DataObjectOut, PatchDataInput } from './schemas.ts';
@@ -80,8 +82,19 @@ export async function createData(ctx: AppContext, accountId: string, input: Crea
   return toDataObject(row);
 }
 
-export async function getData(ctx: AppContext, accountId: string, id: string) {
-  const row = await findDataObject(ctx.database.db, ctx.database.dialect, accountId, id);
+/** The object; on SQLite already serialised as the API's JSON (`{ json }`). */
+export async function getData(
+  ctx: AppContext,
+  accountId: string,
+  id: string,
+): Promise<DataObjectOut | SerializedObject> {
+  const { db, dialect } = ctx.database;
+  if (dialect === 'sqlite') {
+    const json = await findDataObjectJson(db, accountId, id);
+    if (json === undefined) throw notFound('data object', id);
+    return { json };
+  }
+  const row = await findDataObject(db, dialect, accountId, id);
   if (!row) throw notFound('data object', id);
   return toDataObject(row);
 }
