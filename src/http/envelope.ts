@@ -37,7 +37,7 @@ export function okPage<T>(request: FastifyRequest, name: string, items: T[], tot
   const counts = { total, page: p.page, pages: Math.ceil(total / p.limit), limit: p.limit };
   return {
     data: { [name]: items, ...counts },
-    meta: { request_id: request.id, timestamp: isoNow(request.server.ctx.clock), ...counts },
+    meta: { ...metaOf(request), ...counts },
   };
 }
 

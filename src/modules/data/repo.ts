@@ -96,13 +96,8 @@ export async function countDataObjects(db: Db, dialect: Dialect, accountId: stri
   return Number(row?.n ?? 0);
 }
 
-/** A page already serialised as a JSON array (by the database), to be sent as is. */
-export interface SerializedPage {
-  json: string;
-}
-
-/** One object already serialised as the API's JSON (by the database), to be sent as is. */
-export interface SerializedObject {
+/** JSON the database has already written (an object, or a page as an array), sent as is. */
+export interface Serialized {
   json: string;
 }
 
@@ -115,7 +110,7 @@ export async function listDataObjects(
   dialect: Dialect,
   accountId: string,
   opts: { sort: DataSort; order: 'asc' | 'desc'; limit: number; offset: number },
-): Promise<{ items: DataListRow[] | SerializedPage; total: number }> {
+): Promise<{ items: DataListRow[] | Serialized; total: number }> {
   if (dialect === 'postgres') {
     const rows = await listPagesWithTotal[opts.sort][opts.order](db, dialect, [
       accountId,

@@ -13,7 +13,7 @@ import {
   findDataObjectJson,
   insertDataObject,
   listDataObjects,
-  type SerializedObject,
+  type Serialized,
   updateDataObject,
 } from './repo.ts';
 import type { CreateDataInput, DataObjectOut, PatchDataInput } from './schemas.ts';
@@ -87,7 +87,7 @@ export async function getData(
   ctx: AppContext,
   accountId: string,
   id: string,
-): Promise<DataObjectOut | SerializedObject> {
+): Promise<DataObjectOut | Serialized> {
   const { db, dialect } = ctx.database;
   if (dialect === 'sqlite') {
     const json = await findDataObjectJson(db, accountId, id);
