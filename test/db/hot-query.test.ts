@@ -87,4 +87,28 @@ describeEachDatabase('hotQuery beside an open transaction', (h) => {
       ['committed'],
     );
   });
+
+  it('GET /data/{id} waits for an open transaction and never answers its uncommitted writes', async () => {
+    const { db } = h.database;
+    const id = 'dat_01HOTQUERYGETDURINGTRX001';
+    let changed: Promise<{ status: number; body: { data: { title: string } } }> | undefined;
+    let added: Promise<{ status: number }> | undefined;
+    await assert.rejects(
+      db.transaction().execute(async (trx) => {
+        await sql`update data_objects set title = 'changed' where account_id = ${acc.id} and id = ${existing}`.execute(
+          trx,
+        );
+        await insert(trx, id, 'uncommitted');
+        changed = h.request('GET', `/v1/data/${existing}`, { key: acc.adminKey });
+        added = h.request('GET', `/v1/data/${id}`, { key: acc.adminKey });
+        await ms(20);
+        throw new Error('roll back');
+      }),
+      /roll back/,
+    );
+    const [a, b] = await Promise.all([changed!, added!]);
+    assert.equal(a.status, 200);
+    assert.equal(a.body.data.title, 'committed');
+    assert.equal(b.status, 404);
+  });
 });
