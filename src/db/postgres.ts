@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { PostgresDialect } from 'kysely';
 import pg from 'pg';
+import { isoString } from '../lib/time.ts';
 
 const TIMESTAMPTZ_OID = 1184;
 const TIMESTAMP_OID = 1114;
@@ -9,7 +10,7 @@ const INT8_OID = 20;
 /** Timestamps come back as the same ISO strings SQLite stores; counts as numbers. */
 const types = {
   getTypeParser(oid: number, format?: 'text' | 'binary') {
-    if (oid === TIMESTAMPTZ_OID || oid === TIMESTAMP_OID) return (v: string) => new Date(v).toISOString();
+    if (oid === TIMESTAMPTZ_OID || oid === TIMESTAMP_OID) return (v: string) => isoString(Date.parse(v));
     if (oid === INT8_OID) return (v: string) => Number(v);
     // biome-ignore lint/suspicious/noExplicitAny: pg's overloads do not accept a union format.
     return pg.types.getTypeParser(oid, format as any);

@@ -1,4 +1,5 @@
 import pino, { type Logger } from 'pino';
+import { isoString } from './time.ts';
 
 // Issued credentials (API keys `ads_…`, invitation tokens `adsinv_…`) wherever they sit in a string.
 const CREDENTIAL = /\b(ads|adsinv)_[A-Za-z0-9_-]{16,}/g;
@@ -130,7 +131,7 @@ export function requestLineWriter(logger: Logger): (line: RequestLine) => void {
     if (!logger.isLevelEnabled('info')) return;
     const url = scrubUrl(line.url);
     stream.write(
-      `{"level":30,"time":"${new Date().toISOString()}"${base ? `,${base}` : ''},"request_id":${JSON.stringify(line.requestId)},"method":${JSON.stringify(line.method)},"url":${JSON.stringify(url)},"status":${line.status},"ms":${line.ms},"msg":"request"}\n`,
+      `{"level":30,"time":"${isoString(Date.now())}"${base ? `,${base}` : ''},"request_id":${JSON.stringify(line.requestId)},"method":${JSON.stringify(line.method)},"url":${JSON.stringify(url)},"status":${line.status},"ms":${line.ms},"msg":"request"}\n`,
     );
   };
 }

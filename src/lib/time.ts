@@ -3,18 +3,30 @@ export type Clock = () => number;
 
 export const systemClock: Clock = () => Date.now();
 
-let lastMs = Number.NaN;
-let lastIso = '';
+let secondMs = Number.NaN;
+let secondPrefix = '';
 
 /**
- * ISO 8601 UTC with milliseconds and `Z` (decisions §1). Every answer's `meta.timestamp` asks for
- * it, and under load many answers share a millisecond: the string of the last one is kept.
+ * `new Date(ms).toISOString()`, for the same values and errors, written faster. V8 formats every
+ * field through its printf: about 7,000 instructions a call, and each request made two (its
+ * `meta.timestamp` and its log line), about 5 % of a `GET /data/{id}` (docs/benchmarks.md). The
+ * text up to the seconds is kept for the last second asked for; only the milliseconds are
+ * written on each call.
  */
-export function isoNow(clock: Clock = systemClock): string {
-  const ms = clock();
-  if (ms !== lastMs) {
-    lastIso = new Date(ms).toISOString();
-    lastMs = ms;
+export function isoString(ms: number): string {
+  const t = Math.trunc(ms);
+  const m = ((t % 1000) + 1000) % 1000;
+  const second = t - m;
+  if (second !== secondMs) {
+    // Throws RangeError for NaN and for instants out of Date's range, as toISOString does.
+    secondPrefix = new Date(second).toISOString().slice(0, -4);
+    secondMs = second;
   }
-  return lastIso;
+  if (t > 8.64e15) throw new RangeError('Invalid time value');
+  return `${secondPrefix}${m < 10 ? '00' : m < 100 ? '0' : ''}${m}Z`;
+}
+
+/** ISO 8601 UTC with milliseconds and `Z` (decisions §1): every answer's `meta.timestamp`. */
+export function isoNow(clock: Clock = systemClock): string {
+  return isoString(clock());
 }
