@@ -15,6 +15,8 @@ let secondPrefix = '';
  */
 export function isoString(ms: number): string {
   const t = Math.trunc(ms);
+  // Past Date's last instant, its second still is one; NaN and the rest throw below.
+  if (t > 8.64e15) throw new RangeError('Invalid time value');
   const m = ((t % 1000) + 1000) % 1000;
   const second = t - m;
   if (second !== secondMs) {
@@ -22,7 +24,6 @@ export function isoString(ms: number): string {
     secondPrefix = new Date(second).toISOString().slice(0, -4);
     secondMs = second;
   }
-  if (t > 8.64e15) throw new RangeError('Invalid time value');
   return `${secondPrefix}${m < 10 ? '00' : m < 100 ? '0' : ''}${m}Z`;
 }
 
