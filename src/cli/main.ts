@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.ts';
 import { migrate, openDatabase, progressEvery } from '../db/database.ts';
-import { createLogger } from '../lib/logger.ts';
+import { createLogger, flushStderrLogs } from '../lib/logger.ts';
 import { reindexSearch } from '../search/reindex.ts';
 import { accountsCommand } from './accounts.ts';
 import { backupCommand } from './backup.ts';
@@ -96,6 +96,8 @@ main(process.argv.slice(2)).then(
     if (code !== -1) process.exit(code);
   },
   (err: unknown) => {
+    // The message follows the log lines written before it.
+    flushStderrLogs();
     if (err instanceof ConfigError) {
       process.stderr.write(`ads: ${err.message}\n`);
       process.exit(2);

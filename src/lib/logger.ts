@@ -23,11 +23,68 @@ export function scrubUrl(url: string): string {
   return `${pathPart}?${query}`;
 }
 
+/** What a batch is written to: pino's destination (SonicBoom), or anything with `write`. */
+interface LineSink {
+  write(text: string): unknown;
+}
+
+/**
+ * A log destination that gathers the lines written in one event-loop turn and hands them to `out`
+ * as one string when the turn ends (`setImmediate`), or at once on `flushSync`/`flush`. Lines keep
+ * their order. A loaded server answers several requests per turn, so their request lines become
+ * one write.
+ */
+export class TurnBatchedDestination {
+  #pending = '';
+  constructor(private readonly out: LineSink) {}
+
+  write(line: string): boolean {
+    if (this.#pending === '') setImmediate(this.#endOfTurn);
+    this.#pending += line;
+    return true;
+  }
+
+  /** Writes what is pending now (pino's `logger.flush` and the exit path call it). */
+  flushSync(): void {
+    if (this.#pending === '') return;
+    const text = this.#pending;
+    this.#pending = '';
+    this.out.write(text);
+  }
+
+  flush(cb?: (err?: Error) => void): void {
+    this.flushSync();
+    cb?.();
+  }
+
+  readonly #endOfTurn = () => this.flushSync();
+}
+
+let stderrDestination: TurnBatchedDestination | undefined;
+
+/**
+ * The process's stderr destination, made once: pino's SonicBoom in synchronous mode (a blocking
+ * `write(2)`, as Node itself writes stderr to files and pipes on Linux) behind a turn batcher.
+ * pino's default asynchronous mode hands every write to libuv's thread pool; on a loaded 2-core
+ * machine waking that thread cost more than the write (docs/benchmarks.md, "Notes: the log line's
+ * write"). Lines still pending when the process exits are written by the `exit` listener.
+ */
+function stderr(): TurnBatchedDestination {
+  if (!stderrDestination) {
+    const destination = new TurnBatchedDestination(pino.destination({ dest: 2, sync: true }));
+    process.on('exit', () => destination.flushSync());
+    stderrDestination = destination;
+  }
+  return stderrDestination;
+}
+
+/** Writes the stderr logger's pending lines now: before text written to stderr directly. */
+export function flushStderrLogs(): void {
+  stderrDestination?.flushSync();
+}
+
 /** The service logger: JSON lines on stderr, secrets redacted wherever they appear. */
-export function createLogger(
-  level: string,
-  destination: pino.DestinationStream = pino.destination(2),
-): Logger {
+export function createLogger(level: string, destination: pino.DestinationStream = stderr()): Logger {
   return pino(
     {
       level,

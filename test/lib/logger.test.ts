@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
-import { createLogger, LazyChildLogger, requestLineWriter } from '../../src/lib/logger.ts';
+import {
+  createLogger,
+  LazyChildLogger,
+  requestLineWriter,
+  TurnBatchedDestination,
+} from '../../src/lib/logger.ts';
 import { createHarness } from '../helpers/harness.ts';
 
 /** A logger as the service makes it, writing its lines into an array. */
@@ -163,4 +169,97 @@ describe('request logging over HTTP', () => {
     for (const r of requests) assert.ok(Number.isInteger(r.ms) && (r.ms as number) >= 0);
     assert.ok(!JSON.stringify(lines).includes(acc.adminKey.slice(4)), 'the key appears in no line');
   });
+});
+
+describe('stderr destination (TurnBatchedDestination)', () => {
+  const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+  it("hands a turn's lines to its sink as one write, in order, when the turn ends", async () => {
+    const writes: string[] = [];
+    const destination = new TurnBatchedDestination({ write: (s: string) => writes.push(s) });
+    destination.write('a\n');
+    destination.write('b\n');
+    destination.write('c\n');
+    assert.deepEqual(writes, [], 'nothing is written before the turn ends');
+    await turn();
+    assert.deepEqual(writes, ['a\nb\nc\n']);
+    destination.write('d\n');
+    await turn();
+    await turn();
+    assert.deepEqual(
+      writes,
+      ['a\nb\nc\n', 'd\n'],
+      'a later turn is a write of its own, and nothing is written twice',
+    );
+  });
+
+  it('writes what is pending at once on flushSync and flush, and then nothing more', async () => {
+    const writes: string[] = [];
+    const destination = new TurnBatchedDestination({ write: (s: string) => writes.push(s) });
+    destination.write('a\n');
+    destination.flushSync();
+    assert.deepEqual(writes, ['a\n']);
+    destination.write('b\n');
+    let called = false;
+    destination.flush(() => {
+      called = true;
+    });
+    assert.ok(called);
+    assert.deepEqual(writes, ['a\n', 'b\n']);
+    destination.flushSync();
+    await turn();
+    assert.deepEqual(writes, ['a\n', 'b\n']);
+  });
+
+  it('carries the logger: a line logged through pino arrives whole at the end of the turn', async () => {
+    const writes: string[] = [];
+    const logger = createLogger('info', new TurnBatchedDestination({ write: (s: string) => writes.push(s) }));
+    logger.info({ n: 1 }, 'one');
+    requestLineWriter(logger)({ requestId: 'req_1', method: 'GET', url: '/v1/data', status: 200, ms: 1 });
+    await turn();
+    assert.equal(writes.length, 1);
+    const lines = writes[0]!
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    assert.deepEqual(
+      lines.map((l) => l.msg),
+      ['one', 'request'],
+    );
+  });
+
+  // The service's own stderr logger, in a process of its own: nothing pending is lost when the
+  // process ends in the turn that logged it.
+  const ending = {
+    'process.exit()': 'process.exit(3);',
+    'an uncaught exception': "throw new Error('boom');",
+    'the event loop running out of work': '',
+  };
+  for (const [how, code] of Object.entries(ending)) {
+    it(`writes the lines still pending when the process ends by ${how}`, () => {
+      const script = [
+        `import { createLogger } from ${JSON.stringify(new URL('../../src/lib/logger.ts', import.meta.url).href)};`,
+        "const logger = createLogger('info');",
+        "for (let i = 0; i < 3; i++) logger.info({ i }, 'pending');",
+        code,
+      ].join('\n');
+      const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
+      const lines = run.stderr
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l));
+      assert.deepEqual(
+        lines.map((l) => [l.msg, l.i]),
+        [
+          ['pending', 0],
+          ['pending', 1],
+          ['pending', 2],
+        ],
+        run.stderr,
+      );
+    });
+  }
 });
