@@ -18,7 +18,8 @@ export function openSqlite(
   dialect: SqliteDialect;
   raw: BetterSqlite3.Database;
   prepare: (sql: string) => BetterSqlite3.Statement;
-  read: (sql: string, params: readonly unknown[]) => unknown[];
+  hold: () => void;
+  release: () => void;
 } {
   if (file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true });
   const raw = new BetterSqlite3(file);
@@ -57,12 +58,15 @@ export function openSqlite(
       return cached(sql);
     },
   };
-  /** Runs a hot read (an autocommit statement) with the holder's read lock in place. */
-  const read = (sql: string, params: readonly unknown[]): unknown[] => {
-    holder?.hold();
-    return cached(sql).all(params);
+  return {
+    dialect: new SqliteDialect({ database }),
+    raw,
+    prepare: database.prepare,
+    // Before a hot read (an autocommit statement): the holder's read lock in place for it.
+    hold: () => holder?.hold(),
+    // Before a hot write: no reader of ours in its way.
+    release: () => holder?.release(),
   };
-  return { dialect: new SqliteDialect({ database }), raw, prepare: database.prepare, read };
 }
 
 /**

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
-import { before, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
-import { hotQuery } from '../../src/db/database.ts';
+import { type Database, hotFirst, hotQuery, hotValue, migrate, openDatabase } from '../../src/db/database.ts';
+import { createTestDatabase } from '../helpers/databases.ts';
 import { describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
 
 // hotQuery runs a statement straight on SQLite's one connection when no transaction is open on it
@@ -11,6 +12,10 @@ import { describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
 const readOne = hotQuery<{ id: string; title: string }>(
   'select id, title from data_objects where account_id = ? and id = ?',
 );
+const firstOf = hotFirst<{ id: string; title: string }>(
+  'select id, title from data_objects where account_id = ? and id = ?',
+);
+const titleOf = hotValue<string>('select title from data_objects where account_id = ? and id = ?');
 const ms = (n: number) => new Promise((r) => setTimeout(r, n));
 
 describeEachDatabase('hotQuery beside an open transaction', (h) => {
@@ -110,5 +115,71 @@ describeEachDatabase('hotQuery beside an open transaction', (h) => {
     assert.equal(a.status, 200);
     assert.equal(a.body.data.title, 'committed');
     assert.equal(b.status, 404);
+  });
+
+  it('hotFirst answers the one row or undefined, hotValue its one column or undefined', async () => {
+    const { db, dialect } = h.database;
+    const missing = 'dat_01HOTQUERYNOSUCHROW00001';
+    assert.deepEqual(await firstOf(db, dialect, [acc.id, existing]), { id: existing, title: 'committed' });
+    assert.equal(await firstOf(db, dialect, [acc.id, missing]), undefined);
+    assert.equal(await titleOf(db, dialect, [acc.id, existing]), 'committed');
+    assert.equal(await titleOf(db, dialect, [acc.id, missing]), undefined);
+    // Another account's row is not found by its id alone.
+    const other = await h.account();
+    assert.equal(await titleOf(db, dialect, [other.id, existing]), undefined);
+    // hotQuery over the same kind of statement still answers rows.
+    assert.deepEqual(await readOne(db, dialect, [acc.id, existing]), [{ id: existing, title: 'committed' }]);
+  });
+
+  it('hotFirst and hotValue answer the same shapes inside a transaction and beside an open one', async () => {
+    const { db, dialect } = h.database;
+    const id = 'dat_01HOTQUERYSHAPESINTRX0001';
+    let first: Promise<unknown> | undefined;
+    let value: Promise<unknown> | undefined;
+    await assert.rejects(
+      db.transaction().execute(async (trx) => {
+        await insert(trx, id, 'inside');
+        assert.deepEqual(await firstOf(trx, dialect, [acc.id, id]), { id, title: 'inside' });
+        assert.equal(await titleOf(trx, dialect, [acc.id, id]), 'inside');
+        first = firstOf(db, dialect, [acc.id, id]);
+        value = titleOf(db, dialect, [acc.id, existing]);
+        await ms(20);
+        throw new Error('roll back');
+      }),
+      /roll back/,
+    );
+    assert.equal(await first, undefined);
+    assert.equal(await value, 'committed');
+  });
+});
+
+// On SQLite a hot query keeps its prepared statement for the connection it last ran on; a process
+// with two databases (the tests have many) must still read each one's own rows.
+describe('hot queries over two SQLite databases in turn', () => {
+  const epochOf = hotValue<number>('select v from auth_epoch where id = 1');
+  const opened: { database: Database; drop: () => Promise<void> }[] = [];
+  before(async () => {
+    for (let i = 0; i < 2; i++) {
+      const created = await createTestDatabase('sqlite');
+      const database = openDatabase(created.config);
+      await migrate(database);
+      opened.push({ database, drop: created.drop });
+    }
+  });
+  after(async () => {
+    for (const { database, drop } of opened) {
+      await database.close();
+      await drop();
+    }
+  });
+
+  it('reads the database it is given, each time', async () => {
+    const [a, b] = opened.map((o) => o.database);
+    await sql`update auth_epoch set v = 10 where id = 1`.execute(a!.db);
+    await sql`update auth_epoch set v = 20 where id = 1`.execute(b!.db);
+    for (let i = 0; i < 3; i++) {
+      assert.equal(await epochOf(a!.db, 'sqlite', []), 10);
+      assert.equal(await epochOf(b!.db, 'sqlite', []), 20);
+    }
   });
 });

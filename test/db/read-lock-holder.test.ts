@@ -11,6 +11,7 @@ import { createTestDatabase } from '../helpers/databases.ts';
 // must never outlive the turn, nor stand in the way of a write of this process.
 
 const readEpoch = hotQuery<{ v: number }>('select v from auth_epoch where id = 1');
+const bumpEpoch = hotQuery('update auth_epoch set v = v + 1 where id = 1');
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('SQLite read-lock holder', () => {
@@ -68,5 +69,16 @@ describe('SQLite read-lock holder', () => {
     assert.equal(truncate()[0]!.busy, 1);
     await sql`update auth_epoch set v = v + 1 where id = 1`.execute(database.db);
     assert.equal(truncate()[0]!.busy, 0, 'released before the write, in the same turn');
+  });
+
+  it('lets go before a hot write, which runs straight on the connection too', async () => {
+    await nextTurn();
+    const [before] = await read();
+    bump();
+    assert.equal(truncate()[0]!.busy, 1);
+    await bumpEpoch(database.db, 'sqlite', []);
+    assert.equal(truncate()[0]!.busy, 0, 'released before the hot write, in the same turn');
+    const [after] = await read();
+    assert.equal(after!.v, before!.v + 2);
   });
 });

@@ -1,4 +1,4 @@
-import { hotQuery } from '../../db/database.ts';
+import { hotFirst, hotValue } from '../../db/database.ts';
 import type { ApiKeysTable, Db, Dialect } from '../../db/types.ts';
 
 export type ApiKeyRow = ApiKeysTable;
@@ -23,28 +23,33 @@ const AUTH_SELECT = `select k.account_id, k.id as key_id, k.user_id, k.scopes, k
   from api_keys k
   join users u on u.account_id = k.account_id and u.id = k.user_id
   join accounts a on a.id = k.account_id`;
-const byHash = hotQuery<KeyForAuth>(`${AUTH_SELECT} where k.key_hash = ?`);
-const byId = hotQuery<KeyForAuth>(`${AUTH_SELECT} where k.account_id = ? and k.id = ?`);
+const byHash = hotFirst<KeyForAuth>(`${AUTH_SELECT} where k.key_hash = ?`);
+const byId = hotFirst<KeyForAuth>(`${AUTH_SELECT} where k.account_id = ? and k.id = ?`);
 
 /** What authentication needs about a key, found by its hash: the key, its user and its account. */
-export async function findKeyForAuth(db: Db, dialect: Dialect, keyHash: string) {
-  return (await byHash(db, dialect, [keyHash]))[0];
+export function findKeyForAuth(db: Db, dialect: Dialect, keyHash: string): Promise<KeyForAuth | undefined> {
+  return byHash(db, dialect, [keyHash]);
 }
 
 /** The same, by the key's primary key (a key already identified by its hash once). */
-export async function findKeyForAuthById(db: Db, dialect: Dialect, accountId: string, keyId: string) {
-  return (await byId(db, dialect, [accountId, keyId]))[0];
+export function findKeyForAuthById(
+  db: Db,
+  dialect: Dialect,
+  accountId: string,
+  keyId: string,
+): Promise<KeyForAuth | undefined> {
+  return byId(db, dialect, [accountId, keyId]);
 }
 
-const authEpoch = hotQuery<{ v: number }>('select v from auth_epoch where id = 1');
+const authEpoch = hotValue<number>('select v from auth_epoch where id = 1');
 
 /**
  * SQLite: the counter that every update or delete of a key, user or account raises (migration
  * 0021), read before the rows it vouches for. PostgreSQL has none: undefined.
  */
-export async function readAuthEpoch(db: Db, dialect: Dialect): Promise<number | undefined> {
-  if (dialect !== 'sqlite') return undefined;
-  return (await authEpoch(db, dialect, []))[0]?.v;
+export function readAuthEpoch(db: Db, dialect: Dialect): Promise<number | undefined> {
+  if (dialect !== 'sqlite') return Promise.resolve(undefined);
+  return authEpoch(db, dialect, []);
 }
 
 /** Live keys of an account, optionally of one user, newest first. */

@@ -1,4 +1,4 @@
-import { hotQuery } from '../../db/database.ts';
+import { hotFirst, hotQuery, hotValue } from '../../db/database.ts';
 import type { DataObjectsTable, Db, Dialect } from '../../db/types.ts';
 
 export type DataRow = DataObjectsTable;
@@ -22,25 +22,25 @@ export async function insertDataObject(db: Db, dialect: Dialect, row: DataRow): 
   ]);
 }
 
-const selectOne = hotQuery<DataRow>(`select ${COLUMNS} from data_objects where account_id = ? and id = ?`);
-const selectOneForUpdate = hotQuery<DataRow>(
+const selectOne = hotFirst<DataRow>(`select ${COLUMNS} from data_objects where account_id = ? and id = ?`);
+const selectOneForUpdate = hotFirst<DataRow>(
   `select ${COLUMNS} from data_objects where account_id = ? and id = ? for update`,
 );
 
 // The API shape of one object, serialised by SQLite's JSON functions (tags and metadata are stored
 // as JSON text, which json() inserts as JSON): about half the time of reading the row, parsing its
 // JSON columns and serialising the object (docs/benchmarks.md).
-const selectOneJson = hotQuery<{ json: string }>(
+const selectOneJson = hotValue<string>(
   `select json_object('id', id, 'title', title, 'type', type, 'content', content, 'tags', json(tags), 'metadata', json(metadata), 'created_at', created_at, 'updated_at', updated_at) as json from data_objects where account_id = ? and id = ?`,
 );
 
 /** One object of one account as the API's JSON (SQLite only), or undefined. */
-export async function findDataObjectJson(db: Db, accountId: string, id: string): Promise<string | undefined> {
-  return (await selectOneJson(db, 'sqlite', [accountId, id]))[0]?.json;
+export function findDataObjectJson(db: Db, accountId: string, id: string): Promise<string | undefined> {
+  return selectOneJson(db, 'sqlite', [accountId, id]);
 }
 
 /** One object of one account; `forUpdate` locks the row on PostgreSQL (SQLite serialises writers). */
-export async function findDataObject(
+export function findDataObject(
   db: Db,
   dialect: Dialect,
   accountId: string,
@@ -48,7 +48,7 @@ export async function findDataObject(
   opts: { forUpdate?: boolean } = {},
 ): Promise<DataRow | undefined> {
   const query = opts.forUpdate && dialect === 'postgres' ? selectOneForUpdate : selectOne;
-  return (await query(db, dialect, [accountId, id]))[0];
+  return query(db, dialect, [accountId, id]);
 }
 
 const LIST_ORDERS = {
