@@ -58,11 +58,11 @@ const LIST_ORDERS = {
 // Kept exact by the triggers of migration 0006; coalesce answers 0 for an account with no rows yet.
 const TOTAL = 'coalesce(sum(n), 0)';
 const COUNTS = 'from data_object_counts where account_id = ?';
-const countObjects = hotQuery<{ n: number | string }>(`select ${TOTAL} as n ${COUNTS}`);
+const countObjects = hotValue<number | string>(`select ${TOTAL} as n ${COUNTS}`);
 
-type ListStatements<R> = Record<DataSort, Record<'asc' | 'desc', ReturnType<typeof hotQuery<R>>>>;
-const listStatements = <R>(page: (order: string) => string): ListStatements<R> => {
-  const of = (order: string) => hotQuery<R>(page(order));
+type ListStatements<Q> = Record<DataSort, Record<'asc' | 'desc', Q>>;
+const listStatements = <Q>(hot: (text: string) => Q, page: (order: string) => string): ListStatements<Q> => {
+  const of = (order: string) => hot(page(order));
   return {
     date: { asc: of(LIST_ORDERS.date.asc), desc: of(LIST_ORDERS.date.desc) },
     title: { asc: of(LIST_ORDERS.title.asc), desc: of(LIST_ORDERS.title.desc) },
@@ -70,7 +70,8 @@ const listStatements = <R>(page: (order: string) => string): ListStatements<R> =
 };
 // PostgreSQL: the total rides on every row of the page (an uncorrelated subquery, one InitPlan), so
 // a page is one round trip instead of two; a page past the end counts on its own.
-const listPagesWithTotal = listStatements<DataListRow & { total: number | string }>(
+const listPagesWithTotal = listStatements(
+  hotQuery<DataListRow & { total: number | string }>,
   (order) =>
     `select (select ${TOTAL} ${COUNTS}) as total, id, title, type, created_at from data_objects where account_id = ? order by ${order} limit ? offset ?`,
 );
@@ -84,7 +85,7 @@ const listPagesWithTotal = listStatements<DataListRow & { total: number | string
 // plan is the same index walk (the index matches the ORDER BY, so there is no sort to size).
 const pageJsonSql = (order: string) =>
   `select (select ${TOTAL} ${COUNTS}) as total, (select json_group_array(json_object('id', id, 'title', title, 'type', type, 'created_at', created_at)) from (select id, title, type, created_at from data_objects where account_id = ? order by ${order} limit +? offset ?)) as items`;
-const listPagesJson = listStatements<{ total: number; items: string }>(pageJsonSql);
+const listPagesJson = listStatements(hotFirst<{ total: number; items: string }>, pageJsonSql);
 /** The SQLite list statement (parameters: account id twice, limit, offset), for tests. */
 export const sqliteListSql = (sort: DataSort, order: 'asc' | 'desc') => pageJsonSql(LIST_ORDERS[sort][order]);
 
@@ -92,8 +93,7 @@ export type DataListRow = Pick<DataRow, 'id' | 'title' | 'type' | 'created_at'>;
 
 /** The account's object count, from the counts table (exact, not an estimate). */
 export async function countDataObjects(db: Db, dialect: Dialect, accountId: string): Promise<number> {
-  const [row] = await countObjects(db, dialect, [accountId]);
-  return Number(row?.n ?? 0);
+  return Number((await countObjects(db, dialect, [accountId])) ?? 0);
 }
 
 /** JSON the database has already written (an object, or a page as an array), sent as is. */
@@ -122,7 +122,7 @@ export async function listDataObjects(
     const total = rows[0] ? Number(rows[0].total) : await countDataObjects(db, dialect, accountId);
     return { items: rows, total };
   }
-  const [row] = await listPagesJson[opts.sort][opts.order](db, dialect, [
+  const row = await listPagesJson[opts.sort][opts.order](db, dialect, [
     accountId,
     accountId,
     opts.limit,
