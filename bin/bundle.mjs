@@ -14,8 +14,12 @@ const outDir = path.join(root, 'node_modules/.cache/ads');
 const outFile = path.join(outDir, 'ads.mjs');
 const manifestFile = path.join(outDir, 'manifest.json');
 
-// Native or file-reading packages stay in node_modules; pg-native is pg's optional native driver.
-const EXTERNAL = ['better-sqlite3', 'pg-native', '@fastify/swagger', '@fastify/swagger-ui'];
+// Native or file-reading packages stay in node_modules: better-sqlite3 (native), @fastify/swagger-ui
+// (serves files from its own directory). @fastify/swagger is bundled: it reads only its own
+// package.json for defaults this project sets, and loading it through require cost ~60 ms of
+// start-up. The drivers of optional services (pg, ioredis) are loaded on first use through require
+// (src/lib/optional-modules.ts), so they are not in the bundle at all.
+const EXTERNAL = ['better-sqlite3', 'pg-native', '@fastify/swagger-ui'];
 
 try {
   // esbuild comes with tsx (a dependency); resolved from tsx, as tsx itself loads it.

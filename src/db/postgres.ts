@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { PostgresDialect } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
+import { pgDriver } from '../lib/optional-modules.ts';
 import { isoString } from '../lib/time.ts';
 
 const TIMESTAMPTZ_OID = 1184;
@@ -13,7 +14,7 @@ const types = {
     if (oid === TIMESTAMPTZ_OID || oid === TIMESTAMP_OID) return (v: string) => isoString(Date.parse(v));
     if (oid === INT8_OID) return (v: string) => Number(v);
     // biome-ignore lint/suspicious/noExplicitAny: pg's overloads do not accept a union format.
-    return pg.types.getTypeParser(oid, format as any);
+    return pgDriver().types.getTypeParser(oid, format as any);
   },
 };
 
@@ -40,7 +41,7 @@ type QueryFn = (...args: unknown[]) => unknown;
 export function openPostgres(url: string, max = 10): { dialect: PostgresDialect; pool: pg.Pool } {
   // A connection that cannot be made in 10 s fails (the request answers 500, /readyz 503) rather
   // than waiting for ever on a database that does not answer.
-  const pool = new pg.Pool({
+  const pool = new (pgDriver().Pool)({
     connectionString: url,
     max,
     types,

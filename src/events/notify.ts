@@ -1,7 +1,8 @@
 import { EventEmitter } from 'node:events';
 import { PostgresAdapter, sql } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import type { Db } from '../db/types.ts';
+import { pgDriver } from '../lib/optional-modules.ts';
 
 /** PostgreSQL channel that carries "deliveries are due" to every worker process. */
 export const DELIVERY_CHANNEL = 'ads_webhook_deliveries';
@@ -75,7 +76,7 @@ export function listenForDeliveries(
   };
 
   const connect = async () => {
-    const c = new pg.Client({ connectionString: url });
+    const c = new (pgDriver().Client)({ connectionString: url });
     client = c;
     let failed = false;
     const fail = (err: Error) => {

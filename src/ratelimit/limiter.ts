@@ -1,4 +1,5 @@
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { ioredis } from '../lib/optional-modules.ts';
 import { type Clock, systemClock } from '../lib/time.ts';
 import { PLAN_LIMITS, type Plan, type PlanLimits, WINDOW_SECONDS, type WindowName } from './plans.ts';
 
@@ -233,7 +234,7 @@ function consumeBatcher(client: ScriptedRedis) {
 }
 
 function redisBackend(cfg: NonNullable<RateLimiterOptions['redis']>, logger: RateLimiterLogger): Backend {
-  const client = new Redis(cfg.url, {
+  const client = new (ioredis().Redis)(cfg.url, {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
     connectTimeout: CONNECT_TIMEOUT_MS,
