@@ -7,17 +7,16 @@ import { createRequire } from 'node:module';
 // resolved from node_modules as usual.
 const load = createRequire(import.meta.url);
 
-let pgModule: typeof import('pg') | undefined;
-let ioredisModule: typeof import('ioredis') | undefined;
+function onFirstUse<T>(name: string): () => T {
+  let loaded: T | undefined;
+  return () => {
+    loaded ??= load(name) as T;
+    return loaded;
+  };
+}
 
 /** The PostgreSQL driver (`pg`). */
-export const pgDriver = (): typeof import('pg') => {
-  pgModule ??= load('pg') as typeof import('pg');
-  return pgModule;
-};
+export const pgDriver = onFirstUse<typeof import('pg')>('pg');
 
 /** The Redis client (`ioredis`). */
-export const ioredis = (): typeof import('ioredis') => {
-  ioredisModule ??= load('ioredis') as typeof import('ioredis');
-  return ioredisModule;
-};
+export const ioredis = onFirstUse<typeof import('ioredis')>('ioredis');
