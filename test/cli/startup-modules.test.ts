@@ -34,7 +34,7 @@ async function packagesLoadedByServe(env: Record<string, string>): Promise<Set<s
   const files = JSON.parse(fs.readFileSync(report, 'utf8')) as string[];
   const names = new Set<string>();
   for (const file of files) {
-    const m = /[\\/]node_modules[\\/]((?:@[^\\/]+[\\/])?[^\\/]+)[\\/]/.exec(file.split('.cache')[0] ?? file);
+    const m = /[\\/]node_modules[\\/]((?:@[^\\/]+[\\/])?[^\\/]+)[\\/]/.exec(file);
     if (m?.[1]) names.add(m[1].replace(/\\/g, '/'));
   }
   return names;
