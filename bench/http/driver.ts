@@ -26,6 +26,23 @@ const record = (ms: number) => {
   latencies[count++] = ms;
 };
 
+// A DELETE leg against the server removes each listed object once, so it ends when its list is used
+// up (the warm-up taking its share of the list first) instead of running on into 404s for objects
+// already gone. autocannon stops such a leg only at its next one-second sample, so its time is
+// taken up to the last response. 0: no cap.
+const deleteOnly = job.endsWithDeleteList === true && job.cycle.every((kind) => kind === 'delete');
+const warmupCap =
+  deleteOnly && job.warmupSeconds > 0
+    ? Math.floor((ids.delete.length * job.warmupSeconds) / (job.warmupSeconds + job.seconds))
+    : 0;
+const cap = deleteOnly ? ids.delete.length - warmupCap : 0;
+// autocannon spreads a cap over the connections; one whose share is 0 would run without a limit.
+if (deleteOnly && (cap < job.connections || (job.warmupSeconds > 0 && warmupCap < job.connections))) {
+  throw new Error(
+    `${job.label}: ${ids.delete.length} objects to delete are too few for ${job.connections} connections`,
+  );
+}
+
 const options = {
   url: job.url,
   connections: job.connections,
@@ -34,11 +51,22 @@ const options = {
   timeout: 10,
   requests: buildRequests(job, ids),
   tlsOptions: { ca: fs.readFileSync(job.caFile), servername: 'localhost' },
-  ...(job.warmupSeconds > 0 ? { warmup: { connections: job.connections, duration: job.warmupSeconds } } : {}),
+  ...(cap > 0 ? { maxOverallRequests: cap } : {}),
+  ...(job.warmupSeconds > 0
+    ? {
+        warmup: {
+          connections: job.connections,
+          duration: job.warmupSeconds,
+          ...(warmupCap > 0 ? { maxOverallRequests: warmupCap } : {}),
+        },
+      }
+    : {}),
 } as autocannon.Options;
 
 const instance = autocannon(options) as unknown as autocannon.Instance & Promise<autocannon.Result>;
+let lastResponseAt = 0;
 instance.on('response', (_client, status, _bytes, ms) => {
+  lastResponseAt = Date.now();
   if (status >= 200 && status < 300) record(ms);
 });
 const result = await instance;
@@ -50,10 +78,12 @@ for (const [code, v] of Object.entries(result.statusCodeStats ?? {})) {
   statusCounts[code] = (v as { count: number }).count;
 }
 const requests = Object.values(statusCounts).reduce((a, b) => a + b, 0);
+const seconds =
+  cap > 0 && requests >= cap ? (lastResponseAt - new Date(result.start).getTime()) / 1000 : result.duration;
 const out: LoadResult = {
   requests,
-  seconds: result.duration,
-  rps: requests / Math.max(result.duration, 1e-9),
+  seconds,
+  rps: requests / Math.max(seconds, 1e-9),
   p50: pct(50),
   p95: pct(95),
   p99: pct(99),

@@ -20,6 +20,11 @@ export interface LoadJob {
   /** Files of newline-separated object ids: random reads and patches, and the ones DELETE may remove. */
   readIdsFile: string;
   deleteIdsFile: string;
+  /**
+   * A DELETE-only leg against the server ends when its id list is used up: every DELETE there
+   * removes an object, so going on would measure 404s. Baselines remove nothing and run their time.
+   */
+  endsWithDeleteList?: boolean;
   seed: number;
   /** The paths `search` requests take in turn (`/v1/search?q=…`), one sequence shared by all connections. */
   searchPaths?: string[];
@@ -46,7 +51,8 @@ export function buildRequests(job: LoadJob, ids: { read: string[]; delete: strin
   const searchPaths = job.searchPaths ?? [];
   const auth = () => `Bearer ${job.keys[keyTurn++ % job.keys.length]}`;
   const randomId = () => ids.read[Math.floor(rand() * ids.read.length)];
-  // Once every listed object is gone DELETE repeats the last one: the 404s then show up as errors.
+  // The driver ends a DELETE leg when its list is used up; should a cycle mixing DELETE with other
+  // requests run past it, DELETE repeats the last id and the 404s show up as errors.
   const deleteId = () => ids.delete[Math.min(deleteTurn++, ids.delete.length - 1)];
   const json = { 'content-type': 'application/json' };
 

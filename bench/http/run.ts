@@ -179,8 +179,9 @@ async function runDatabase(dialect: BenchTarget['dialect'], rows: ResultRow[], d
       const keys = scenario.rateLimited
         ? fixtures.keys.slice(rlIndex * pool, ++rlIndex * pool)
         : fixtures.keys;
-      const job = (url: string): LoadJob => ({
+      const job = (url: string, endsWithDeleteList = false): LoadJob => ({
         url,
+        endsWithDeleteList,
         caFile: fixtures.certFile,
         label: scenario.label,
         cycle: scenario.cycle,
@@ -208,7 +209,7 @@ async function runDatabase(dialect: BenchTarget['dialect'], rows: ResultRow[], d
           baseLegs.push(await runLoad(job(baseline.url), jobFile, baseline.pid));
           floorLegs.push(await runLoad(job(floor.url), jobFile, floor.pid));
         }
-        serverLegs.push(await runLoad(job(server!.url), jobFile, server!.pid));
+        serverLegs.push(await runLoad(job(server!.url, true), jobFile, server!.pid));
       }
       const same = cached ?? { base: medianLoad(baseLegs), floor: medianLoad(floorLegs) };
       baselines.set(cycleKey, same);
