@@ -31,9 +31,15 @@ export interface ServeProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Starts `ads serve` on a free port and resolves once it logs that it is listening. */
-export async function startServe(env: Record<string, string>, timeoutMs = 60_000): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [BIN, 'serve'], {
+/**
+ * Starts `ads serve` on a free port and resolves once it logs that it is listening. `entry`: the
+ * script to run instead of bin/ads.js (the start-up bundle itself, say).
+ */
+export async function startServe(
+  env: Record<string, string>,
+  { timeoutMs = 60_000, entry = BIN }: { timeoutMs?: number; entry?: string } = {},
+): Promise<ServeProcess> {
+  const child = spawn(process.execPath, [entry, 'serve'], {
     env: { ...process.env, ADS_PORT: '0', ADS_LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
