@@ -42,9 +42,10 @@ spawnSync(process.execPath, [path.resolve(import.meta.dirname, '../bin/bundle.mj
 const GROUP_SIZE = 7;
 const byDir = new Map();
 for (const f of files) byDir.set(path.dirname(f), [...(byDir.get(path.dirname(f)) ?? []), f]);
-const groupDir = path.resolve(import.meta.dirname, '../node_modules/.cache/ads-test-groups');
-fs.rmSync(groupDir, { recursive: true, force: true });
-fs.mkdirSync(groupDir, { recursive: true });
+// This run's own directory: another `npm test` in the same checkout keeps its groups.
+const groupsRoot = path.resolve(import.meta.dirname, '../node_modules/.cache/ads-test-groups');
+fs.mkdirSync(groupsRoot, { recursive: true });
+const groupDir = fs.mkdtempSync(path.join(groupsRoot, 'run-'));
 const entries = [];
 for (const [dir, inDir] of byDir) {
   const chunks = Math.ceil(inDir.length / GROUP_SIZE);
@@ -76,6 +77,8 @@ const result = spawnSync(
   ],
   { stdio: 'inherit', env: { ...process.env, NODE_ENV: 'test' } },
 );
+
+fs.rmSync(groupDir, { recursive: true, force: true });
 
 for (const [name, what, example] of skipped) {
   console.warn(`\n${what} suites were SKIPPED: set ${name}=${example} to run them.`);
