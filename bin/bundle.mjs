@@ -19,7 +19,7 @@ const manifestFile = path.join(outDir, 'manifest.json');
 // package.json for defaults this project sets, and loading it through require cost ~60 ms of
 // start-up. The drivers of optional services (pg, ioredis) are loaded on first use through require
 // (src/lib/optional-modules.ts), so they are not in the bundle at all.
-const EXTERNAL = ['better-sqlite3', 'pg-native', '@fastify/swagger-ui'];
+const EXTERNAL = ['better-sqlite3', '@fastify/swagger-ui'];
 
 try {
   // esbuild comes with tsx (a dependency); resolved from tsx, as tsx itself loads it.
