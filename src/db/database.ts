@@ -24,6 +24,7 @@ import * as m0018 from './migrations/0018-vocab-stripes.ts';
 import * as m0019 from './migrations/0019-phrase-pairs.ts';
 import * as m0020 from './migrations/0020-account-tags.ts';
 import * as m0021 from './migrations/0021-auth-epoch.ts';
+import * as m0022 from './migrations/0022-vocab-trigrams.ts';
 import { HOT_STATEMENT, openPostgres } from './postgres.ts';
 import { openSqlite } from './sqlite.ts';
 import type { DB, Db, Dialect } from './types.ts';
@@ -95,6 +96,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0019-phrase-pairs': m0019,
   '0020-account-tags': m0020,
   '0021-auth-epoch': m0021,
+  '0022-vocab-trigrams': m0022,
 };
 
 class StaticProvider implements MigrationProvider {

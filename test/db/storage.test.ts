@@ -7,13 +7,15 @@ import { describeEachDatabase, type Harness } from '../helpers/harness.ts';
 
 /**
  * Bookkeeping that holds no account's data: Kysely's migration tables, search_refold_progress
- * (migration 0015) and SQLite's one-row auth_epoch counter (migration 0021).
+ * (migration 0015), SQLite's one-row auth_epoch counter (migration 0021) and its list of trigram
+ * offsets 1..126 (migration 0022).
  */
 const FRAMEWORK_TABLES = new Set([
   'kysely_migration',
   'kysely_migration_lock',
   'search_refold_progress',
   'auth_epoch',
+  'search_trigram_offsets',
 ]);
 
 /**
@@ -28,15 +30,28 @@ const INDEX_EXCEPTIONS: Record<string, { table: string; why: string }> = {
     table: 'webhook_deliveries',
     why: 'delivery workers scan due deliveries of all accounts',
   },
+  sqlite_autoindex_search_vocab_trigrams_1: {
+    table: 'search_vocab_trigrams',
+    why: "the key of a WITHOUT ROWID table, led by the account's search_accounts.seq (see PK_EXCEPTIONS)",
+  },
 };
 
 /**
  * Tables whose primary key may be something else, on one dialect only, with the reason. Each must
- * still carry a unique index led by account_id.
+ * still carry a unique index led by account_id, or lead its key with `accountKey`, a column that
+ * stands for the account one to one.
  */
-const PK_EXCEPTIONS: Record<string, { dialect: 'sqlite' | 'postgres'; why: string }> = {
+const PK_EXCEPTIONS: Record<string, { dialect: 'sqlite' | 'postgres'; why: string; accountKey?: string }> = {
   search_documents: { dialect: 'sqlite', why: 'FTS5 rows are addressed by an integer rowid' },
-  search_vocab: { dialect: 'sqlite', why: 'the trigram FTS5 table is addressed by an integer rowid' },
+  search_vocab: {
+    dialect: 'sqlite',
+    why: 'its trigram rows (search_vocab_trigrams) name a word by its integer id',
+  },
+  search_vocab_trigrams: {
+    dialect: 'sqlite',
+    accountKey: 'account_seq',
+    why: "millions of rows of a few bytes each: the account's search_accounts.seq (an integer) leads them, not its 30-character id",
+  },
   search_accounts: {
     dialect: 'sqlite',
     why: "allocates each account's FTS5 rowid range (AUTOINCREMENT seq); account_id is UNIQUE",
@@ -157,6 +172,10 @@ describeEachDatabase('storage: tenancy-led keys, durability and secure deletion'
     for (const [table, cols] of primaryKeys) {
       if (table === 'accounts' || cols[0] === 'account_id') continue;
       const exception = PK_EXCEPTIONS[table];
+      if (exception?.dialect === h.dialect && exception.accountKey) {
+        assert.equal(cols[0], exception.accountKey, `${table}: led by ${exception.accountKey}`);
+        continue;
+      }
       if (exception?.dialect === h.dialect) {
         const tenancyKey = indexes.some((i) => i.table === table && i.unique && i.first === 'account_id');
         assert.ok(tenancyKey, `${table}: a unique index led by account_id stands in for the key`);

@@ -1,0 +1,196 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { type Kysely, sql } from 'kysely';
+import { migrate } from '../../src/db/database.ts';
+import { MAX_INDEXED_WORD_CHARS } from '../../src/search/document.ts';
+import { lookupTrigrams } from '../../src/search/index-sqlite.ts';
+import { createHarness, describeEachDatabase, type Harness, type TestAccount } from '../helpers/harness.ts';
+import { createNotes, foundIds } from './corpus.ts';
+
+// Infix wildcards expand through the account's vocabulary, looked up by trigram: on SQLite the
+// per-account rows of search_vocab_trigrams (migration 0022), on PostgreSQL pg_trgm. Every word,
+// however long and in whatever script, is found by any run of three of its characters; a word no
+// object holds any more is found by none, and on SQLite its trigram rows are gone with it.
+
+const LETTERS = 'abcdefghijklmnopqrstuvwxyz';
+/** A word of MAX_INDEXED_WORD_CHARS letters (the longest indexed) that no other test word shares. */
+const LONGEST = Array.from({ length: MAX_INDEXED_WORD_CHARS }, (_, i) => LETTERS[(i * 7 + 3) % 26]).join('');
+
+describe('lookupTrigrams', () => {
+  it('takes the first, middle and last trigram of the run, distinct, by code point', () => {
+    assert.deepEqual(lookupTrigrams('ab'), []);
+    assert.deepEqual(lookupTrigrams('abc'), ['abc']);
+    assert.deepEqual(lookupTrigrams('abcd'), ['abc', 'bcd']);
+    assert.deepEqual(lookupTrigrams('abcdefg'), ['abc', 'cde', 'efg']);
+    assert.deepEqual(lookupTrigrams('aaaaaa'), ['aaa']);
+    assert.deepEqual(lookupTrigrams('𝔞𝔟𝔠'), ['𝔞𝔟𝔠']);
+  });
+});
+
+/** The trigram rows the vocabulary implies, per account seq: what the table must hold exactly. */
+async function expectedTrigrams(db: Kysely<unknown>): Promise<string[]> {
+  const { rows } = await sql<{ seq: number; id: number; word: string }>`
+    SELECT a.seq, v.id, v.word FROM search_vocab v JOIN search_accounts a ON a.account_id = v.account_id`.execute(
+    db,
+  );
+  const out = new Set<string>();
+  for (const r of rows) {
+    const chars = Array.from(r.word);
+    for (let i = 0; i + 3 <= chars.length; i++) out.add(`${r.seq} ${chars.slice(i, i + 3).join('')} ${r.id}`);
+  }
+  return [...out].sort();
+}
+
+async function storedTrigrams(db: Kysely<unknown>): Promise<string[]> {
+  const { rows } = await sql<{ account_seq: number; trigram: string; vocab_id: number }>`
+    SELECT account_seq, trigram, vocab_id FROM search_vocab_trigrams`.execute(db);
+  return rows.map((r) => `${r.account_seq} ${r.trigram} ${r.vocab_id}`).sort();
+}
+
+const seqOf = async (db: Kysely<unknown>, accountId: string) =>
+  (await sql<{ seq: number }>`SELECT seq FROM search_accounts WHERE account_id = ${accountId}`.execute(db))
+    .rows[0]?.seq;
+
+async function trigramRowsOf(db: Kysely<unknown>, accountId: string): Promise<number> {
+  const seq = await seqOf(db, accountId);
+  const { rows } = await sql<{ n: number }>`
+    SELECT count(*) AS n FROM search_vocab_trigrams WHERE account_seq = ${seq ?? -1}`.execute(db);
+  return Number(rows[0]!.n);
+}
+
+describeEachDatabase('search: infix wildcards through the vocabulary trigrams', (h: Harness) => {
+  const db = () => h.database.db as unknown as Kysely<unknown>;
+  let a: TestAccount;
+  let b: TestAccount;
+  let ids: Record<string, string>;
+
+  it('finds any word by any three of its characters, in any script and at any length', async () => {
+    a = await h.account('enterprise');
+    b = await h.account('enterprise');
+    ids = await createNotes(h, a, {
+      latin: { title: 'Zurich office', content: `wanderlust aaaaaa ${LONGEST}` },
+      cyrillic: { title: 'Привет', content: 'здравствуйте коллеги' },
+      other: { title: 'Plain', content: 'nothing of the kind' },
+    });
+    await createNotes(h, b, { theirs: { title: 'Zurich too', content: 'wanderlust здравствуйте' } });
+    const cases: [string, string[]][] = [
+      ['*rich*', [ids.latin!]],
+      ['*nderl*', [ids.latin!]],
+      ['*aaa*', [ids.latin!]],
+      [`*${LONGEST.slice(-5)}*`, [ids.latin!]],
+      [`*${LONGEST.slice(60, 64)}*`, [ids.latin!]],
+      ['*равст*', [ids.cyrillic!]],
+      ['*олле*', [ids.cyrillic!]],
+      ['*ander*ust', [ids.latin!]],
+      ['*xyzzy*', []],
+    ];
+    for (const [q, want] of cases) assert.deepEqual(await foundIds(h, a.adminKey, q), want.sort(), q);
+    if (h.dialect === 'sqlite') assert.deepEqual(await storedTrigrams(db()), await expectedTrigrams(db()));
+  });
+
+  it("finds a word no more once no object holds it, and never another account's words", async () => {
+    const res = await h.request('PATCH', `/v1/data/${ids.latin}`, {
+      key: a.adminKey,
+      body: { content: 'aaaaaa only' },
+    });
+    assert.equal(res.status, 200, res.raw);
+    assert.deepEqual(await foundIds(h, a.adminKey, '*nderl*'), []);
+    assert.deepEqual(await foundIds(h, a.adminKey, `*${LONGEST.slice(-5)}*`), []);
+    assert.deepEqual(await foundIds(h, a.adminKey, '*rich*'), [ids.latin!], 'the title still holds Zurich');
+    const del = await h.request('DELETE', `/v1/data/${ids.cyrillic}`, { key: a.adminKey });
+    assert.equal(del.status, 204, del.raw);
+    assert.deepEqual(await foundIds(h, a.adminKey, '*равст*'), []);
+    // The other account still holds both words, and finds them; this one does not see them.
+    assert.equal((await foundIds(h, b.adminKey, '*равст*')).length, 1);
+    assert.equal((await foundIds(h, b.adminKey, '*nderl*')).length, 1);
+    if (h.dialect !== 'sqlite') return;
+    assert.deepEqual(await storedTrigrams(db()), await expectedTrigrams(db()));
+    const { rows } = await sql<{ n: number }>`
+      SELECT count(*) AS n FROM search_vocab_trigrams t
+      WHERE t.account_seq = ${(await seqOf(db(), a.id))!} AND t.trigram IN ('нде', 'рав', 'лле')`.execute(
+      db(),
+    );
+    assert.equal(Number(rows[0]!.n), 0, "the removed words' trigram rows are erased");
+  });
+
+  // PostgreSQL keeps no trigram rows of its own (pg_trgm indexes search_vocab.word).
+  if (h.dialect !== 'sqlite') return;
+
+  it('takes the trigram rows of a deleted account along with it, in either order of cascade', async () => {
+    for (const searchAccountsFirst of [false, true]) {
+      const c = await h.account('enterprise');
+      await createNotes(h, c, { one: { title: 'Gone soon', content: 'ephemeral vocabulary entries' } });
+      assert.ok((await trigramRowsOf(db(), c.id)) > 10);
+      const seq = (await seqOf(db(), c.id))!;
+      // Deleting the account cascades to search_accounts and search_vocab in an order SQLite picks.
+      if (searchAccountsFirst)
+        await sql`DELETE FROM search_accounts WHERE account_id = ${c.id}`.execute(db());
+      await h.database.db.deleteFrom('accounts').where('id', '=', c.id).execute();
+      const { rows } = await sql<{ n: number }>`
+        SELECT count(*) AS n FROM search_vocab_trigrams WHERE account_seq = ${seq}`.execute(db());
+      assert.equal(Number(rows[0]!.n), 0, `search_accounts first: ${searchAccountsFirst}`);
+      assert.deepEqual(await storedTrigrams(db()), await expectedTrigrams(db()));
+    }
+  });
+});
+
+describe('migration 0022 (SQLite): per-account trigram rows replace the FTS5 trigram table', () => {
+  const h = createHarness('sqlite');
+  before(() => h.setup());
+  after(() => h.teardown());
+  it('fills the rows from the vocabulary an earlier release kept, and answers as before', async () => {
+    const db = h.database.db as unknown as Kysely<unknown>;
+    const a = await h.account('enterprise');
+    const b = await h.account('enterprise');
+    await createNotes(h, a, {
+      one: { title: 'Quarterly finance', content: 'espresso machines and wanderlust' },
+      two: { title: 'Crème brûlée', content: 'Zürich здравствуйте' },
+    });
+    await createNotes(h, b, { three: { title: 'Other', content: 'espresso elsewhere' } });
+    const queries = ['*spres*', '*rich*', '*равст*', '*uarter*', '*nance', '*zzq*'];
+    const answers = async () => {
+      const out: string[][] = [];
+      for (const acc of [a, b]) for (const q of queries) out.push(await foundIds(h, acc.adminKey, q));
+      return out;
+    };
+    const before = await answers();
+    assert.ok(before.flat().length >= 6, JSON.stringify(before));
+
+    // The schema as 0002 left it: the FTS5 trigram table over the vocabulary, with its triggers.
+    await sql`DROP TRIGGER search_vocab_trigrams_ai`.execute(db);
+    await sql`DROP TRIGGER search_vocab_trigrams_ad`.execute(db);
+    await sql`DROP TRIGGER search_accounts_trigrams_ad`.execute(db);
+    await sql`DROP TABLE search_vocab_trigrams`.execute(db);
+    await sql`DROP TABLE search_trigram_offsets`.execute(db);
+    await sql`
+        CREATE VIRTUAL TABLE search_vocab_tri USING fts5(
+          word, content='search_vocab', content_rowid='id', tokenize='trigram')`.execute(db);
+    await sql`INSERT INTO search_vocab_tri (search_vocab_tri) VALUES ('rebuild')`.execute(db);
+    await sql`
+        CREATE TRIGGER search_vocab_ai AFTER INSERT ON search_vocab BEGIN
+          INSERT INTO search_vocab_tri (rowid, word) VALUES (new.id, new.word);
+        END`.execute(db);
+    await sql`
+        CREATE TRIGGER search_vocab_ad AFTER DELETE ON search_vocab BEGIN
+          INSERT INTO search_vocab_tri (search_vocab_tri, rowid, word) VALUES ('delete', old.id, old.word);
+        END`.execute(db);
+    await sql`DELETE FROM kysely_migration WHERE name >= '0022'`.execute(db);
+
+    const applied = await migrate(h.database);
+    assert.deepEqual(applied, ['0022-vocab-trigrams']);
+    const { rows } = await sql<{ name: string }>`
+        SELECT name FROM sqlite_master
+        WHERE name IN ('search_vocab_tri', 'search_vocab_ai', 'search_vocab_ad') OR name GLOB 'search_vocab_tri_*'`.execute(
+      db,
+    );
+    assert.deepEqual(rows, [], 'the FTS5 table and its shadow tables are gone');
+    assert.deepEqual(await storedTrigrams(db), await expectedTrigrams(db));
+    assert.ok((await trigramRowsOf(db, a.id)) > 20);
+    assert.deepEqual(await answers(), before);
+
+    // And the triggers keep the rows from there.
+    await createNotes(h, a, { four: { title: 'Later', content: 'kaleidoscope' } });
+    assert.equal((await foundIds(h, a.adminKey, '*eidosc*')).length, 1);
+    assert.deepEqual(await storedTrigrams(db), await expectedTrigrams(db));
+  });
+});
