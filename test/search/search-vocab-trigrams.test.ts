@@ -75,6 +75,7 @@ describeEachDatabase('search: infix wildcards through the vocabulary trigrams', 
     await createNotes(h, b, { theirs: { title: 'Zurich too', content: 'wanderlust здравствуйте' } });
     const cases: [string, string[]][] = [
       ['*rich*', [ids.latin!]],
+      ['*RICH*', [ids.latin!]],
       ['*nderl*', [ids.latin!]],
       ['*aaa*', [ids.latin!]],
       [`*${LONGEST.slice(-5)}*`, [ids.latin!]],
