@@ -9,11 +9,12 @@ import { inTransaction } from './0015-symbol-words.ts';
  * `trigram` table of 0002 (docs/search.md "Wildcards").
  *
  * - **Removal.** FTS5's secure-delete (decisions §5: deleted entries are erased) rewrites the
- *   doclist pages of each of a word's trigrams, and the more words the index holds, the more it
- *   costs: 7 µs a word at 30,000 words, 24 µs at 300,000, 68 µs at 400,000 (2026-11-29, slow EPYC).
- *   Removing an object of 300,000 unique tokens held the single SQLite writer for 13-18 s. Here a
- *   word's rows are found by key and deleted from a B-tree: 22 µs a word at 400,000, growing with
- *   the tree's depth only. Adding a word costs more (21 against 9 µs): FTS5 appends to a segment.
+ *   doclist pages of each of a word's trigrams, at a cost that grows with every account's words.
+ *   A `DELETE` of an object of 300,000 unique tokens held the single SQLite writer for 26 s, and
+ *   for 64 s beside another account's 300,000 words. Here a word's rows are found by key and
+ *   deleted from a B-tree: 13 s and 11 s on the same machine (docs/benchmarks.md, "the
+ *   vocabulary's trigrams as per-account rows"). Adding a word costs more (creating that object
+ *   4.0 -> 6.4 s): FTS5 appends to a segment, a B-tree inserts each trigram in its place.
  * - **Tenancy.** The FTS5 table was one index over every account's words: `*ing*` read every
  *   account's words holding "ing". Rows here lead with the account's `search_accounts.seq` (the key
  *   of its FTS5 rowid range), so a lookup reads its own account's words only.
@@ -28,9 +29,8 @@ import { inTransaction } from './0015-symbol-words.ts';
  * cascades to both tables in no set order, so `search_accounts` takes its trigram rows with it.
  *
  * One transaction: the old index goes and the new one is filled together; run again, it finds its
- * work done. Not additive: a process
- * of the previous release still queries `search_vocab_tri` for infix wildcards (docs/deployment.md
- * "Migrations").
+ * work done. Not additive: a process of the previous release still queries `search_vocab_tri` for
+ * infix wildcards (docs/deployment.md "Migrations").
  */
 export const TRIGRAM_OFFSETS = MAX_INDEXED_WORD_CHARS - 2;
 
