@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { migrate, openDatabase } from '../../src/db/database.ts';
-import type { DataObjectsTable } from '../../src/db/types.ts';
-import { ulid } from '../../src/lib/ids.ts';
 import { createAccount } from '../../src/modules/accounts/service.ts';
 import { countDataObjects } from '../../src/modules/data/repo.ts';
 import { createTestDatabase } from '../helpers/databases.ts';
 import { describeEachDatabase, type Harness } from '../helpers/harness.ts';
+import { dataRow } from '../helpers/rows.ts';
 
 /** The `total` GET /data answers, checked against a real count(*) and the page counts. */
 async function totalOf(h: Harness, key: string, accountId: string): Promise<number> {
@@ -26,21 +25,7 @@ async function totalOf(h: Harness, key: string, accountId: string): Promise<numb
 
 const body = (i: number) => ({ title: `object ${i}`, type: 'note' });
 
-function row(accountId: string, i: number): DataObjectsTable {
-  const now = new Date().toISOString();
-  return {
-    account_id: accountId,
-    id: `dat_${ulid()}`,
-    title: `seeded ${i}`,
-    title_sort: `seeded ${i}`,
-    type: 'note',
-    content: '',
-    tags: '[]',
-    metadata: '{}',
-    created_at: now,
-    updated_at: null,
-  };
-}
+const row = (accountId: string, i: number) => dataRow(accountId, { title: `seeded ${i}` });
 
 describeEachDatabase('data objects: exact list totals from the counts table (migration 0006)', (h) => {
   it('keeps both accounts exact while their creates and deletes run concurrently', async () => {

@@ -8,10 +8,10 @@ import { sql } from 'kysely';
 import { type Database, migrate, openDatabase } from '../../src/db/database.ts';
 import { asBatch, beforeCommit, groupCommit, inBatch, MAX_BATCH } from '../../src/db/group-commit.ts';
 import type { Db } from '../../src/db/types.ts';
-import { newId } from '../../src/lib/ids.ts';
 import { insertDataObject } from '../../src/modules/data/repo.ts';
 import { indexDataObject } from '../../src/search/search-index.ts';
 import { describeEachDatabase } from '../helpers/harness.ts';
+import { dataRow } from '../helpers/rows.ts';
 
 /** A scratch table on a migrated SQLite file, written through `groupCommit`. */
 describe('group commit (SQLite)', () => {
@@ -220,18 +220,7 @@ describeEachDatabase('a bulk load as one batch', (h) => {
     await database.db.transaction().execute((trx) =>
       asBatch(trx, async () => {
         for (const [i, content] of ['bulkword sharedbulk', 'sharedbulk', 'sharedbulk lonewordb'].entries()) {
-          const row = {
-            account_id: acc.id,
-            id: newId('data'),
-            title: `Bulk ${i}`,
-            title_sort: `bulk ${i}`,
-            type: 'note',
-            content,
-            tags: '[]',
-            metadata: '{}',
-            created_at: new Date().toISOString(),
-            updated_at: null,
-          };
+          const row = dataRow(acc.id, { title: `Bulk ${i}`, content });
           await insertDataObject(trx, database.dialect, row);
           await indexDataObject(trx, database.dialect, row);
         }
