@@ -171,6 +171,25 @@ export function lookupTrigrams(longest: string): string[] {
 }
 
 /**
+ * The account's words (up to `max`, most frequent first) holding every one of `trigrams` and
+ * matching `like`. The account's trigram rows drive, and each word is read by its id (CROSS JOIN
+ * keeps that order). The lookup through 0002's FTS5 table, `id IN (...)` beside `account_id = ?`,
+ * walked the account's whole vocabulary through (account_id, word) and probed each id: 25 ms at
+ * 300,000 words, whatever the pattern.
+ */
+export function infixLookup(accountId: string, trigrams: string[], like: string, max: number) {
+  const seq = sql`(SELECT seq FROM search_accounts WHERE account_id = ${accountId})`;
+  const sets = trigrams.map(
+    (t) => sql`SELECT vocab_id FROM search_vocab_trigrams WHERE account_seq = ${seq} AND trigram = ${t}`,
+  );
+  return sql<{ word: string }>`
+    SELECT v.word FROM (${sql.join(sets, sql` INTERSECT `)}) t
+    CROSS JOIN search_vocab v ON v.id = t.vocab_id
+    WHERE v.account_id = ${accountId} AND v.word LIKE ${like}
+    ORDER BY v.docs DESC, v.word LIMIT ${max}`;
+}
+
+/**
  * Up to `max` of the account's words that may match a `*` pattern, most frequent first. A literal
  * run of three or more characters goes through the account's trigram rows (migration 0022): the
  * words holding each of up to three of its trigrams, intersected, are the only vocabulary rows
@@ -187,17 +206,7 @@ export async function expandPattern(
   const like = pattern.replaceAll('*', '%');
   const trigrams = lookupTrigrams(longest);
   if (trigrams.length > 0) {
-    // CROSS JOIN: the trigram rows drive. Left to itself the planner read the account's whole
-    // vocabulary through (account_id, word) and probed each id (25 ms at 300,000 words).
-    const seq = sql`(SELECT seq FROM search_accounts WHERE account_id = ${accountId})`;
-    const sets = trigrams.map(
-      (t) => sql`SELECT vocab_id FROM search_vocab_trigrams WHERE account_seq = ${seq} AND trigram = ${t}`,
-    );
-    const { rows } = await sql<{ word: string }>`
-      SELECT v.word FROM (${sql.join(sets, sql` INTERSECT `)}) t
-      CROSS JOIN search_vocab v ON v.id = t.vocab_id
-      WHERE v.account_id = ${accountId} AND v.word LIKE ${like}
-      ORDER BY v.docs DESC, v.word LIMIT ${max}`.execute(db);
+    const { rows } = await infixLookup(accountId, trigrams, like, max).execute(db);
     return rows.map((r) => r.word);
   }
   const range = prefix === '' ? sql`` : sql`AND word >= ${prefix} AND word < ${`${prefix}\u{10FFFF}`}`;

@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
-import { type Kysely, sql } from 'kysely';
+import { after, before, describe, it } from 'node:test';
+import { CompiledQuery, type Kysely, sql } from 'kysely';
 import { type Database, migrate, openDatabase } from '../../src/db/database.ts';
 import type { DataObjectsTable } from '../../src/db/types.ts';
 import { createAccount } from '../../src/modules/accounts/service.ts';
 import { MAX_INDEXED_WORD_CHARS } from '../../src/search/document.ts';
-import { lookupTrigrams } from '../../src/search/index-sqlite.ts';
+import { infixLookup, lookupTrigrams } from '../../src/search/index-sqlite.ts';
 import { expandWildcards, indexDataObject } from '../../src/search/search-index.ts';
 import { createTestDatabase } from '../helpers/databases.ts';
-import { describeEachDatabase, type Harness, type TestAccount } from '../helpers/harness.ts';
+import { createHarness, describeEachDatabase, type Harness, type TestAccount } from '../helpers/harness.ts';
 import { dataRow } from '../helpers/rows.ts';
 import { createNotes, foundIds } from './corpus.ts';
 
@@ -147,6 +147,27 @@ async function insertIndexed(database: Database, row: DataObjectsTable): Promise
     await indexDataObject(trx, 'sqlite', row);
   });
 }
+
+describe('infixLookup (SQLite): the plan', () => {
+  const h = createHarness('sqlite');
+  before(() => h.setup());
+  after(() => h.teardown());
+  it("reads only the account's rows of each trigram, then each word by its id", async () => {
+    const acc = await h.account('enterprise');
+    const db = h.database.db;
+    const compiled = infixLookup(acc.id, ['abc', 'bcd', 'cde'], '%abcde%', 129).compile(db);
+    const plan = await db.executeQuery<{ detail: string }>(
+      CompiledQuery.raw(`EXPLAIN QUERY PLAN ${compiled.sql}`, [...compiled.parameters]),
+    );
+    const details = plan.rows.map((r) => r.detail);
+    const trigramReads = details.filter((d) => /search_vocab_trigrams/.test(d));
+    assert.equal(trigramReads.length, 3, details.join('\n'));
+    for (const d of trigramReads) assert.match(d, /PRIMARY KEY \(account_seq=\? AND trigram=\?\)/);
+    // Each word found is read by its id, not by a walk of the account's vocabulary.
+    assert.ok(details.includes('SEARCH v USING INTEGER PRIMARY KEY (rowid=?)'), details.join('\n'));
+    assert.ok(!details.some((d) => /search_vocab_1|SCAN v\b/.test(d)), details.join('\n'));
+  });
+});
 
 describe('migration 0022 (SQLite): per-account trigram rows replace the FTS5 trigram table', () => {
   it('fills the rows from the vocabulary an earlier release kept, and expands as expected', async () => {
