@@ -1,9 +1,10 @@
 import type { DataObjectsTable } from '../../src/db/types.ts';
 import { newId } from '../../src/lib/ids.ts';
+import { titleSortKey } from '../../src/lib/sort-key.ts';
 
 /**
  * A `data_objects` row as the data service stores it: an empty note of the account, created now,
- * with `fields` over it (a title also sets title_sort, lower-cased).
+ * with `fields` over it (a title also sets title_sort, through the service's titleSortKey).
  */
 export function dataRow(accountId: string, fields: Partial<DataObjectsTable> = {}): DataObjectsTable {
   const title = fields.title ?? 'Note';
@@ -11,7 +12,7 @@ export function dataRow(accountId: string, fields: Partial<DataObjectsTable> = {
     account_id: accountId,
     id: newId('data'),
     title,
-    title_sort: title.toLowerCase(),
+    title_sort: titleSortKey(title),
     type: 'note',
     content: '',
     tags: '[]',

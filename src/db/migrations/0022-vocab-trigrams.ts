@@ -32,7 +32,7 @@ import { inTransaction } from './0015-symbol-words.ts';
  * work done. Not additive: a process of the previous release still queries `search_vocab_tri` for
  * infix wildcards (docs/deployment.md "Migrations").
  */
-export const TRIGRAM_OFFSETS = MAX_INDEXED_WORD_CHARS - 2;
+const TRIGRAM_OFFSETS = MAX_INDEXED_WORD_CHARS - 2;
 
 export async function up(db: Kysely<unknown>, dialect: Dialect): Promise<void> {
   if (dialect !== 'sqlite') return;
