@@ -89,21 +89,32 @@ export async function insertDocument(db: Db, row: IndexedRow, doc: IndexDocument
     row.metadata,
   ]);
   const values = [rowid, ...ftsRow(doc, tagOf(db, rowid))];
-  await writeFts(db, (trx) => insertFts(trx, 'sqlite', values));
+  await writeFts(db, rowid, (trx) => insertFts(trx, 'sqlite', values));
   return wordsOf(doc);
 }
 
-/** Per open batch: its writes to search_fts, in order, run after every other statement of it. */
-const batchFts = new WeakMap<object, ((trx: Db) => Promise<unknown>)[]>();
+/** A write to search_fts and the FTS5 rowid it adds or removes. */
+interface FtsWrite {
+  rowid: number;
+  write: (trx: Db) => Promise<unknown>;
+}
+
+/** Per open batch: its writes to search_fts, run after every other statement of it. */
+const batchFts = new WeakMap<object, FtsWrite[]>();
 
 /**
- * Runs a write to search_fts, or inside a group-commit batch queues it to run last. FTS5 keeps the
- * terms of its writes in memory until the COMMIT and then writes them as one new segment, but it
- * also writes them out whenever a later statement of the transaction opens a statement savepoint
- * (an upsert, a write with triggers: nearly every other write). Run in place, each object of a
- * batch would become a segment of its own, each one more to write and to merge.
+ * Runs a write to search_fts, or inside a group-commit batch queues it to run last, in rowid order.
+ * FTS5 keeps the terms of its writes in memory until the COMMIT and then writes them as one new
+ * segment, but it also writes them out whenever a later statement of the transaction opens a
+ * statement savepoint (an upsert, a write with triggers: nearly every other write), and whenever a
+ * write's rowid is lower than the one before it (its pending terms must stay in rowid order). Run in
+ * place and in arrival order, each object of a batch would become a segment of its own: a PATCH
+ * removes an old rowid after the batch's previous PATCH added a new one, and deletes come in any
+ * order. Every segment is one more for each later secure delete to look each of its words up in,
+ * and one more to merge. The sort is stable, so an insert and a delete of the same rowid (an object
+ * created and deleted in one batch) keep their order.
  */
-async function writeFts(db: Db, write: (trx: Db) => Promise<unknown>): Promise<void> {
+async function writeFts(db: Db, rowid: number, write: (trx: Db) => Promise<unknown>): Promise<void> {
   const batch = batchOf(db);
   if (!batch) {
     await write(db);
@@ -111,19 +122,20 @@ async function writeFts(db: Db, write: (trx: Db) => Promise<unknown>): Promise<v
   }
   let queued = batchFts.get(batch);
   if (!queued) {
-    const writes: ((trx: Db) => Promise<unknown>)[] = [];
+    const writes: FtsWrite[] = [];
     queued = writes;
     batchFts.set(batch, writes);
     await beforeCommit(
       db,
       'search_fts',
       async (trx) => {
-        for (const w of writes) await w(trx);
+        writes.sort((a, b) => a.rowid - b.rowid);
+        for (const w of writes) await w.write(trx);
       },
       { last: true },
     );
   }
-  queued.push(write);
+  queued.push({ rowid, write });
 }
 
 /**
@@ -138,7 +150,7 @@ export async function removeDocument(db: Db, doc: IndexDocument): Promise<boolea
   const statement = sql`
     INSERT INTO search_fts (search_fts, rowid, ${sql.raw(FTS_COLUMNS.join(', '))})
     VALUES ('delete', ${rows[0].doc}, ${sql.join(ftsRow(doc, tagOf(db, rows[0].doc)))})`;
-  await writeFts(db, (trx) => statement.execute(trx));
+  await writeFts(db, rows[0].doc, (trx) => statement.execute(trx));
   return true;
 }
 
