@@ -1,18 +1,21 @@
 /**
  * Database-side preparation of an HTTP run, done through the repository layer while the server is
- * not under load: extra API keys, the id lists the scenarios draw from, the TLS files, and the
- * account's plan (switched to pro for the rate-limited scenarios).
+ * not under load: extra API keys, the id lists the scenarios draw from (and those objects' search
+ * index entries), the TLS files, and the account's plan (switched to pro for the rate-limited
+ * scenarios).
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { type Config, loadConfig } from '../../src/config.ts';
-import { openDatabase } from '../../src/db/database.ts';
+import { type Database, openDatabase } from '../../src/db/database.ts';
+import { asBatch } from '../../src/db/group-commit.ts';
 import { newId } from '../../src/lib/ids.ts';
 import { isoNow, systemClock } from '../../src/lib/time.ts';
 import { loadTls } from '../../src/lib/tls.ts';
 import { setAccountPlan } from '../../src/modules/accounts/repo.ts';
 import { insertApiKey } from '../../src/modules/api-keys/repo.ts';
 import { generateApiKey } from '../../src/modules/api-keys/tokens.ts';
+import { indexDataObject } from '../../src/search/search-index.ts';
 import type { BenchTarget } from '../seed/target.ts';
 import { rng } from '../seed/words.ts';
 
@@ -30,14 +33,42 @@ function configOf(target: BenchTarget): Config {
   return loadConfig({ ADS_DATA_DIR: target.dataDir, ADS_DATABASE_URL: target.databaseUrl });
 }
 
+/** Objects indexed per transaction by `indexObjects`. */
+const INDEX_BATCH = 500;
+
+/**
+ * Writes the search-index entries of the account's objects `ids` through the code `POST /v1/data`
+ * runs, in batches as group commit makes them. Seeded objects have none (unless `--seed-index`),
+ * and a PATCH or DELETE of an object without one skips the index work every object written through
+ * the API costs: FTS5's secure delete of its old words, the vocabulary update.
+ */
+async function indexObjects(database: Database, accountId: string, ids: string[]): Promise<void> {
+  for (let i = 0; i < ids.length; i += INDEX_BATCH) {
+    const chunk = ids.slice(i, i + INDEX_BATCH);
+    await database.db.transaction().execute(async (trx) => {
+      const rows = await trx
+        .selectFrom('data_objects')
+        .selectAll()
+        .where('account_id', '=', accountId)
+        .where('id', 'in', chunk)
+        .execute();
+      await asBatch(trx, async () => {
+        for (const row of rows) await indexDataObject(trx, database.dialect, row);
+      });
+    });
+  }
+}
+
 /**
  * Adds `keyCount` read/write keys to the account's admin and writes two disjoint, shuffled id lists:
- * up to `readMax` for reads and patches, up to `deleteMax` for DELETE.
+ * up to `readMax` for reads and patches, up to `deleteMax` for DELETE. With `index`, the objects of
+ * both lists get their search-index entries, so that PATCH and DELETE cost what they cost on
+ * objects created through the API (the seed did not index them).
  */
 export async function prepareFixtures(
   target: BenchTarget,
   account: { accountId: string; adminUserId: string },
-  opts: { keyCount: number; readMax: number; deleteMax: number },
+  opts: { keyCount: number; readMax: number; deleteMax: number; index: boolean },
 ): Promise<Fixtures> {
   const config = configOf(target);
   // Made now so the server's first start is not also a certificate generation.
@@ -78,6 +109,7 @@ export async function prepareFixtures(
     const readCount = Math.min(opts.readMax, Math.ceil(ids.length / 2));
     const read = ids.slice(0, readCount);
     const del = ids.slice(readCount, readCount + opts.deleteMax);
+    if (opts.index) await indexObjects(database, account.accountId, [...read, ...del]);
     const readIdsFile = path.join(target.dataDir, 'bench-read-ids.txt');
     const deleteIdsFile = path.join(target.dataDir, 'bench-delete-ids.txt');
     fs.writeFileSync(readIdsFile, read.join('\n'));
