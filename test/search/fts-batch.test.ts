@@ -77,7 +77,11 @@ describe('SQLite: one FTS5 segment per group-commit batch', () => {
     assert.equal(added.length, 1, `8 PATCHes in one batch added segments ${added.join(', ')}`);
     for (let i = 0; i < 8; i++) {
       assert.equal((await search(h, acc.adminKey, { q: `clause${i}` })).body.data.total, 1, `clause${i}`);
-      assert.equal((await search(h, acc.adminKey, { q: `number${200 + i}` })).body.data.total, 0, 'old words');
+      assert.equal(
+        (await search(h, acc.adminKey, { q: `number${200 + i}` })).body.data.total,
+        0,
+        'old words',
+      );
     }
     await sql`INSERT INTO search_fts (search_fts, rank) VALUES ('integrity-check', 0)`.execute(h.database.db);
   });
