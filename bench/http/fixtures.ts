@@ -8,14 +8,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { type Config, loadConfig } from '../../src/config.ts';
 import { type Database, openDatabase } from '../../src/db/database.ts';
-import { asBatch } from '../../src/db/group-commit.ts';
 import { newId } from '../../src/lib/ids.ts';
 import { isoNow, systemClock } from '../../src/lib/time.ts';
 import { loadTls } from '../../src/lib/tls.ts';
 import { setAccountPlan } from '../../src/modules/accounts/repo.ts';
 import { insertApiKey } from '../../src/modules/api-keys/repo.ts';
 import { generateApiKey } from '../../src/modules/api-keys/tokens.ts';
-import { indexDataObject } from '../../src/search/search-index.ts';
+import { indexRows } from '../seed/seed.ts';
 import type { BenchTarget } from '../seed/target.ts';
 import { rng } from '../seed/words.ts';
 
@@ -37,10 +36,10 @@ function configOf(target: BenchTarget): Config {
 const INDEX_BATCH = 500;
 
 /**
- * Writes the search-index entries of the account's objects `ids` through the code `POST /v1/data`
- * runs, in batches as group commit makes them. Seeded objects have none (unless `--seed-index`),
- * and a PATCH or DELETE of an object without one skips the index work every object written through
- * the API costs: FTS5's secure delete of its old words, the vocabulary update.
+ * Writes the search-index entries of the account's objects `ids` (seed.ts indexRows), INDEX_BATCH
+ * to a transaction. Seeded objects have none (unless `--seed-index`), and a PATCH or DELETE of an
+ * object without one skips the index work every object written through the API costs: FTS5's
+ * secure delete of its old words, the vocabulary update.
  */
 async function indexObjects(database: Database, accountId: string, ids: string[]): Promise<void> {
   for (let i = 0; i < ids.length; i += INDEX_BATCH) {
@@ -52,9 +51,7 @@ async function indexObjects(database: Database, accountId: string, ids: string[]
         .where('account_id', '=', accountId)
         .where('id', 'in', chunk)
         .execute();
-      await asBatch(trx, async () => {
-        for (const row of rows) await indexDataObject(trx, database.dialect, row);
-      });
+      await indexRows(trx, database.dialect, rows);
     });
   }
 }

@@ -6,6 +6,7 @@
 import { loadConfig } from '../../src/config.ts';
 import { migrate, openDatabase } from '../../src/db/database.ts';
 import { asBatch } from '../../src/db/group-commit.ts';
+import type { Db, Dialect } from '../../src/db/types.ts';
 import { ulid } from '../../src/lib/ids.ts';
 import { titleSortKey } from '../../src/lib/sort-key.ts';
 import { createAccount } from '../../src/modules/accounts/service.ts';
@@ -61,6 +62,16 @@ export interface SeedResult {
   rowsPerSecond: number;
 }
 
+/**
+ * Writes the rows' search-index entries through the code `POST /v1/data` runs, as one batch (as
+ * group commit makes them): their vocabulary changes are summed and applied once.
+ */
+export async function indexRows(trx: Db, dialect: Dialect, rows: DataRow[]): Promise<void> {
+  await asBatch(trx, async () => {
+    for (const row of rows) await indexDataObject(trx, dialect, row);
+  });
+}
+
 /** Creates an enterprise account and `objects` data objects with creation times spread over two years. */
 export async function seedDatabase(opts: SeedOptions): Promise<SeedResult> {
   const config = loadConfig({ ADS_DATA_DIR: opts.dataDir, ADS_DATABASE_URL: opts.databaseUrl });
@@ -89,11 +100,7 @@ export async function seedDatabase(opts: SeedOptions): Promise<SeedResult> {
       }
       await database.db.transaction().execute(async (trx) => {
         await trx.insertInto('data_objects').values(rows).execute();
-        if (!opts.index) return;
-        // One batch: the rows' vocabulary changes are summed and applied once.
-        await asBatch(trx, async () => {
-          for (const row of rows) await indexDataObject(trx, database.dialect, row);
-        });
+        if (opts.index) await indexRows(trx, database.dialect, rows);
       });
       done += rows.length;
       opts.onProgress?.(done);
