@@ -25,6 +25,7 @@ import * as m0019 from './migrations/0019-phrase-pairs.ts';
 import * as m0020 from './migrations/0020-account-tags.ts';
 import * as m0021 from './migrations/0021-auth-epoch.ts';
 import * as m0022 from './migrations/0022-vocab-trigrams.ts';
+import * as m0023 from './migrations/0023-list-covering.ts';
 import { HOT_STATEMENT, openPostgres } from './postgres.ts';
 import { openSqlite } from './sqlite.ts';
 import type { DB, Db, Dialect } from './types.ts';
@@ -97,6 +98,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0020-account-tags': m0020,
   '0021-auth-epoch': m0021,
   '0022-vocab-trigrams': m0022,
+  '0023-list-covering': m0023,
 };
 
 class StaticProvider implements MigrationProvider {

@@ -1,8 +1,18 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
-import { CompiledQuery } from 'kysely';
-import { sqliteListSql } from '../../src/modules/data/repo.ts';
+import { CompiledQuery, type Kysely, sql } from 'kysely';
+import { migrate, openDatabase } from '../../src/db/database.ts';
+import { up as listCovering } from '../../src/db/migrations/0023-list-covering.ts';
+import { createAccount } from '../../src/modules/accounts/service.ts';
+import {
+  insertDataObject,
+  listDataObjects,
+  type Serialized,
+  sqliteListSql,
+} from '../../src/modules/data/repo.ts';
+import { createTestDatabase } from '../helpers/databases.ts';
 import { createHarness, describeEachDatabase, type Harness, type TestResponse } from '../helpers/harness.ts';
+import { dataRow } from '../helpers/rows.ts';
 
 interface Item {
   id: string;
@@ -235,7 +245,7 @@ describe('data objects: the SQLite list statement', () => {
   const h = createHarness('sqlite');
   before(() => h.setup());
   after(() => h.teardown());
-  it('keeps LIMIT out of the plan and walks an index in order, never sorting', async () => {
+  it('keeps LIMIT out of the plan and walks a covering index in order, never sorting', async () => {
     const acc = await h.account('enterprise');
     for (const sort of ['date', 'title'] as const) {
       for (const order of ['asc', 'desc'] as const) {
@@ -248,12 +258,85 @@ describe('data objects: the SQLite list statement', () => {
           CompiledQuery.raw(`explain query plan ${sql}`, [acc.id, acc.id, 20, 0]),
         );
         const details = plan.rows.map((r) => r.detail).join('\n');
+        // Covering (migration 0023): the page's columns come from the index, never from the table.
         assert.match(
           details,
-          sort === 'date' ? /USING INDEX data_objects_created_idx/ : /USING INDEX data_objects_title_idx/,
+          sort === 'date'
+            ? /USING COVERING INDEX data_objects_created_idx/
+            : /USING COVERING INDEX data_objects_title_idx/,
+          `${sort} ${order}`,
         );
         assert.doesNotMatch(details, /TEMP B-TREE/, `${sort} ${order}: no sort`);
       }
+    }
+  });
+});
+
+describe('migration 0023 (SQLite): the list indexes become covering', () => {
+  it('rebuilds both indexes over the rows an earlier release wrote, with the same pages, once', async () => {
+    const created = await createTestDatabase('sqlite');
+    const database = openDatabase(created.config);
+    try {
+      await migrate(database, { to: '0022-vocab-trigrams' });
+      const db = database.db as unknown as Kysely<unknown>;
+      const { account } = await createAccount(database, { name: 'Old', adminEmail: 'old@example.com' });
+      const titles = ['delta', 'Alpha', 'charlie', 'Bravo', 'echo', 'alpha', 'Foxtrot'];
+      for (const [i, title] of titles.entries()) {
+        const at = new Date(T0 + (i % 3) * 1000).toISOString();
+        await insertDataObject(database.db, 'sqlite', dataRow(account.id, { title, created_at: at }));
+      }
+      const columns = async (index: string) =>
+        (
+          await sql<{ name: string }>`SELECT name FROM pragma_index_info(${index}) ORDER BY seqno`.execute(db)
+        ).rows.map((r) => r.name);
+      const pages = async () => {
+        const out: unknown[] = [];
+        for (const sort of ['date', 'title'] as const)
+          for (const order of ['asc', 'desc'] as const)
+            for (const offset of [0, 3]) {
+              const page = await listDataObjects(database.db, 'sqlite', account.id, {
+                sort,
+                order,
+                limit: 3,
+                offset,
+              });
+              out.push([page.total, JSON.parse((page.items as Serialized).json)]);
+            }
+        return out;
+      };
+      assert.deepEqual(await columns('data_objects_title_idx'), ['account_id', 'title_sort', 'id']);
+      const before = await pages();
+
+      assert.deepEqual(await migrate(database), ['0023-list-covering']);
+      assert.deepEqual(await columns('data_objects_created_idx'), [
+        'account_id',
+        'created_at',
+        'id',
+        'title',
+        'type',
+      ]);
+      assert.deepEqual(await columns('data_objects_title_idx'), [
+        'account_id',
+        'title_sort',
+        'id',
+        'title',
+        'type',
+        'created_at',
+      ]);
+      assert.deepEqual(await pages(), before, 'every page the same, total included');
+
+      // Run again (a replay after a crash), it finds its work done and rebuilds nothing.
+      // schema_version counts every change of the schema, a dropped or created index included.
+      const version = async () =>
+        (await sql<{ schema_version: number }>`PRAGMA schema_version`.execute(db)).rows[0]!.schema_version;
+      const versionBefore = await version();
+      await listCovering(db, 'sqlite');
+      assert.equal(await version(), versionBefore);
+      const check = await sql<{ integrity_check: string }>`PRAGMA integrity_check`.execute(db);
+      assert.deepEqual(check.rows, [{ integrity_check: 'ok' }]);
+    } finally {
+      await database.close();
+      await created.drop();
     }
   });
 });

@@ -196,7 +196,7 @@ describe('migration 0022 (SQLite): per-account trigram rows replace the FTS5 tri
       const old = await sql<{ n: number }>`SELECT count(*) AS n FROM search_vocab_tri`.execute(db);
       assert.ok(Number(old.rows[0]!.n) >= 8, 'the earlier release indexed the words by trigram');
 
-      const applied = await migrate(database);
+      const applied = await migrate(database, { to: '0022-vocab-trigrams' });
       assert.deepEqual(applied, ['0022-vocab-trigrams']);
       const { rows } = await sql<{ name: string }>`
         SELECT name FROM sqlite_master
