@@ -59,6 +59,14 @@ const GROUP_COMMIT_MS = 5;
 const MAX_GROUP_COMMIT = 100;
 // Quiet gap after an empty claim while another worker's claim may still be committing.
 const MIN_IDLE_MS = 10;
+// A claim pass that leaves those at their share out of its scan walks every due row of theirs, so
+// its cost grows with their backlog (claimDueDeliveries). After one, a worker claims without
+// leaving anyone out (`reach: false`) for REACH_MIN_MS, or for ten times as long as the pass took
+// (1 / REACH_SHARE), so such passes take at most about a tenth of its time: the others' deliveries
+// behind a flood wait that long at most, and a flood cannot make every claim, which on SQLite holds
+// the write lock, as long as its backlog.
+const REACH_MIN_MS = 100;
+const REACH_SHARE = 0.1;
 
 /**
  * Claims due webhook deliveries and sends them: bounded batch and concurrency, a deadline per
@@ -281,6 +289,7 @@ export function createDeliveryWorker(ctx: AppContext, opts: DeliveryWorkerOption
 
   const loop = async () => {
     let backlog = false;
+    let reachAfter = 0;
     while (!stopping) {
       try {
         if (backlog) await slotsFree(Math.ceil(concurrency / 2), COALESCE_MS);
@@ -294,6 +303,8 @@ export function createDeliveryWorker(ctx: AppContext, opts: DeliveryWorkerOption
         const nowMs = clock();
         const riding = queued.splice(0, MAX_GROUP_COMMIT);
         let round: Awaited<ReturnType<typeof claimWithTargets>>;
+        // Real time, not the injected clock: this paces the worker's own work.
+        const reach = performance.now() >= reachAfter;
         try {
           round = await claimWithTargets(
             database.db,
@@ -304,6 +315,10 @@ export function createDeliveryWorker(ctx: AppContext, opts: DeliveryWorkerOption
               limit,
               token: randomBytes(12).toString('base64url'),
               share,
+              reach,
+              onLeftOut: (ms) => {
+                reachAfter = performance.now() + Math.max(REACH_MIN_MS, ms / REACH_SHARE);
+              },
             },
             riding,
           );
@@ -318,8 +333,10 @@ export function createDeliveryWorker(ctx: AppContext, opts: DeliveryWorkerOption
         if (backlog) continue; // more may be due: claim again as slots free up
         if (anyAtShare() && inFlight.size > 0) {
           // Work was left out for its share, not for want of due rows: look again as soon as an
-          // attempt ends (or new work arrives), not after the idle pause.
-          await pause(pollMs, Promise.race(inFlight));
+          // attempt ends (or new work arrives), not after the idle pause, and, if this claim did
+          // not reach past those at their share, once the next one may.
+          const untilReach = reach ? pollMs : Math.ceil(reachAfter - performance.now());
+          await pause(Math.max(1, Math.min(pollMs, untilReach)), Promise.race(inFlight));
           continue;
         }
         const next = await nextDueAt(database.db);

@@ -65,6 +65,52 @@ describeEachDatabase('delivery claims and outcomes under contention', (h) => {
     await sql`DELETE FROM webhook_deliveries WHERE account_id IN (${a.id}, ${b.id})`.execute(h.database.db);
   });
 
+  it('without reach, scans only the window at the head: shares hold, nobody is left out, and no pass is timed', async () => {
+    const rows = Array.from({ length: 300 }, (_, i) =>
+      delivery(a.id, `head${String(i).padStart(5, '0')}`, 'wh_head', BASE + i),
+    );
+    rows.push(delivery(b.id, 'behind', 'wh_behind', BASE + 5000));
+    for (let i = 0; i < rows.length; i += 200) {
+      await h.database.db
+        .insertInto('webhook_deliveries')
+        .values(rows.slice(i, i + 200))
+        .execute();
+    }
+    // The account at the head of the queue has its whole share in flight; 8 slots are free.
+    const share = {
+      perWebhook: 56,
+      perAccount: 56,
+      webhooks: new Map([['wh_head', 56]]),
+      accounts: new Map([[a.id, 56]]),
+    };
+    const claim = (token: string, reach: boolean, passes: number[]) =>
+      h.database.db.transaction().execute((trx) =>
+        claimDueDeliveries(trx, h.database.dialect, {
+          now: ts(BASE + 10_000),
+          leaseUntil: ts(BASE + 1e9),
+          limit: 8,
+          token,
+          share,
+          reach,
+          onLeftOut: (ms) => passes.push(ms),
+        }),
+      );
+    // The window (the first 64 due rows) holds only the full account's rows: nothing to take.
+    const unreached: number[] = [];
+    assert.deepEqual(await claim('claim-1', false, unreached), []);
+    assert.deepEqual(unreached, [], 'no pass left anyone out');
+    // Reaching leaves the full account out and finds the row behind its 300, in one timed pass.
+    const reached: number[] = [];
+    const got = await claim('claim-2', true, reached);
+    assert.deepEqual(
+      got.map((c) => c.id),
+      ['behind'],
+    );
+    assert.equal(reached.length, 1);
+    assert.ok(reached[0]! >= 0);
+    await sql`DELETE FROM webhook_deliveries WHERE account_id IN (${a.id}, ${b.id})`.execute(h.database.db);
+  });
+
   it('writes outcomes that retry and that disable one webhook from two transactions at once', async () => {
     const now = Date.now();
     for (let round = 0; round < 10; round++) {
