@@ -34,24 +34,38 @@ describeEachDatabase('delivery claims and outcomes under contention', (h) => {
     ...extra,
   });
 
-  it("reaches another tenant's due delivery behind a flood, when the flooding tenant is one short of its share", async () => {
-    const rows = Array.from({ length: 1000 }, (_, i) =>
-      delivery(a.id, `flood${String(i).padStart(5, '0')}`, 'wh_flood', BASE + i),
+  /**
+   * `count` due deliveries of account a on webhook `hook` (one a millisecond from BASE), then one of
+   * account b behind them; and the share of a worker with `busy` of a's 56 slots in flight.
+   */
+  const floodAndOneBehind = async (
+    count: number,
+    hook: string,
+    prefix: string,
+    behind: string,
+    busy: number,
+  ) => {
+    const rows = Array.from({ length: count }, (_, i) =>
+      delivery(a.id, `${prefix}${String(i).padStart(5, '0')}`, hook, BASE + i),
     );
-    rows.push(delivery(b.id, 'healthy', 'wh_healthy', BASE + 5000));
+    rows.push(delivery(b.id, behind, `wh_${behind}`, BASE + 5000));
     for (let i = 0; i < rows.length; i += 200) {
       await h.database.db
         .insertInto('webhook_deliveries')
         .values(rows.slice(i, i + 200))
         .execute();
     }
-    // The worker has 55 of the flooding account's 56 slots busy, and 9 slots free.
-    const share = {
+    return {
       perWebhook: 56,
       perAccount: 56,
-      webhooks: new Map([['wh_flood', 55]]),
-      accounts: new Map([[a.id, 55]]),
+      webhooks: new Map([[hook, busy]]),
+      accounts: new Map([[a.id, busy]]),
     };
+  };
+
+  it("reaches another tenant's due delivery behind a flood, when the flooding tenant is one short of its share", async () => {
+    // The worker has 55 of the flooding account's 56 slots busy, and 9 slots free.
+    const share = await floodAndOneBehind(1000, 'wh_flood', 'flood', 'healthy', 55);
     const claimed = await h.database.db.transaction().execute((trx) =>
       claimDueDeliveries(trx, h.database.dialect, {
         now: ts(BASE + 10_000),
@@ -66,23 +80,8 @@ describeEachDatabase('delivery claims and outcomes under contention', (h) => {
   });
 
   it('without reach, scans only the window at the head: shares hold, nobody is left out, and no pass is timed', async () => {
-    const rows = Array.from({ length: 300 }, (_, i) =>
-      delivery(a.id, `head${String(i).padStart(5, '0')}`, 'wh_head', BASE + i),
-    );
-    rows.push(delivery(b.id, 'behind', 'wh_behind', BASE + 5000));
-    for (let i = 0; i < rows.length; i += 200) {
-      await h.database.db
-        .insertInto('webhook_deliveries')
-        .values(rows.slice(i, i + 200))
-        .execute();
-    }
     // The account at the head of the queue has its whole share in flight; 8 slots are free.
-    const share = {
-      perWebhook: 56,
-      perAccount: 56,
-      webhooks: new Map([['wh_head', 56]]),
-      accounts: new Map([[a.id, 56]]),
-    };
+    const share = await floodAndOneBehind(300, 'wh_head', 'head', 'behind', 56);
     const claim = (token: string, reach: boolean, passes: number[]) =>
       h.database.db.transaction().execute((trx) =>
         claimDueDeliveries(trx, h.database.dialect, {
