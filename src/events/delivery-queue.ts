@@ -17,6 +17,25 @@ export interface ClaimedDelivery {
 
 const RETURNING = sql`account_id, id, webhook_id, event_id, event_name, attempt_count, retries_used, manual, claim_token`;
 
+/** `key` of an account's webhook or delivery in the maps below. */
+const keyOf = (accountId: string, id: string) => `${accountId}\u0000${id}`;
+
+/**
+ * `(account_id, id) in (select … from (values …))`: rows by their keys, one statement whatever
+ * their number, found by primary key on both databases (a bare `in (values …)` scanned the table
+ * on the SQLite 3.40 of Debian 12's sqlite3; an OR of one AND per key took PostgreSQL 3.5 ms to
+ * plan and run for 64 keys, docs/benchmarks.md "Webhooks").
+ */
+const keysIn = (pairs: readonly (readonly [string, string])[]) =>
+  sql<boolean>`(account_id, id) in (select column1, column2 from (values ${sql.join(
+    pairs.map(([a, id]) => sql`(${a}, ${id})`),
+  )}) as k)`;
+
+/** Key pairs without repeats. */
+const distinct = (pairs: readonly (readonly [string, string])[]) => [
+  ...new Map(pairs.map((p) => [keyOf(p[0], p[1]), p])).values(),
+];
+
 /**
  * What this worker already has in flight, so a claim keeps any one webhook, and any one account,
  * from taking every slot: attempts per webhook id and per account id, and the caps on each.
@@ -249,16 +268,12 @@ export async function loadTargets(db: Db, claimed: readonly ClaimedDelivery[]) {
     db
       .selectFrom('webhooks')
       .select(['account_id', 'id', 'url', 'sealed_secret', 'status'])
-      .where((eb) =>
-        eb.or(claimed.map((c) => eb.and([eb('account_id', '=', c.account_id), eb('id', '=', c.webhook_id)]))),
-      )
+      .where(keysIn(distinct(claimed.map((c) => [c.account_id, c.webhook_id] as const))))
       .execute(),
     db
       .selectFrom('events')
       .select(['account_id', 'id', 'payload'])
-      .where((eb) =>
-        eb.or(claimed.map((c) => eb.and([eb('account_id', '=', c.account_id), eb('id', '=', c.event_id)]))),
-      )
+      .where(keysIn(distinct(claimed.map((c) => [c.account_id, c.event_id] as const))))
       .execute(),
   ]);
   return {
@@ -284,71 +299,119 @@ export interface Completion {
   now: string;
 }
 
-async function applyCompletion(
+/**
+ * Writes one set of outcomes whose deliveries are distinct: one UPDATE for all of them, each only
+ * while its claim token still holds. Returns the keys of the rows it wrote.
+ */
+async function updateDeliveries(
   trx: Db,
   dialect: Dialect,
-  { claim: c, outcome: decided, now }: Completion,
-): Promise<boolean> {
-  let outcome = decided;
-  if (outcome.status === 'pending') {
-    // The webhook may have been disabled while this attempt was in flight (another delivery's 410,
-    // say), when this delivery, still claimed, was not among the waiting ones it failed. A retry
-    // is then not scheduled: the delivery fails like the others. On PostgreSQL the row lock makes
-    // a disable committing meanwhile wait for this transaction, so it fails this row itself. An
-    // exclusive lock, not a share lock: two transactions each sharing it and then both disabling
-    // the webhook would deadlock (applyAll takes webhooks in one order, so locks never cross).
-    const hook = await trx
-      .selectFrom('webhooks')
-      .select('status')
-      .where('account_id', '=', c.account_id)
-      .where('id', '=', c.webhook_id)
-      .$if(dialect === 'postgres', (q) => q.forUpdate())
-      .executeTakeFirst();
-    if (hook?.status === 'disabled') outcome = { ...outcome, status: 'failed', nextAttemptAt: null };
-  }
-  const res = await trx
-    .updateTable('webhook_deliveries')
-    .set({
-      status: outcome.status,
-      attempt_count: c.attempt_count + (outcome.attempt ? 1 : 0),
-      retries_used: outcome.retriesUsed,
-      manual: 0,
-      next_attempt_at: outcome.nextAttemptAt,
-      locked_until: null,
-      claim_token: null,
-      updated_at: now,
-    })
-    .where('account_id', '=', c.account_id)
-    .where('id', '=', c.id)
-    .where('claim_token', '=', c.claim_token)
-    .executeTakeFirst();
-  if (Number(res.numUpdatedRows) === 0) return false;
-  if (outcome.attempt) {
-    await trx
-      .insertInto('webhook_attempts')
-      .values({
-        account_id: c.account_id,
-        delivery_id: c.id,
-        attempt: c.attempt_count + 1,
-        ...outcome.attempt,
-      })
-      .execute();
-  }
-  if (outcome.disable) await disableWebhook(trx, c.account_id, c.webhook_id, outcome.disable, now);
-  return true;
+  rows: readonly { claim: ClaimedDelivery; outcome: AttemptOutcome; now: string }[],
+): Promise<Set<string>> {
+  // PostgreSQL types a VALUES column from its first row; SQLite stores timestamps as text. SQLite's
+  // RETURNING names only the updated table, and PostgreSQL's needs the alias (v has the same names).
+  const at = (v: string | null) => (dialect === 'postgres' ? sql`cast(${v} as timestamptz)` : sql`${v}`);
+  const values = sql.join(
+    rows.map(
+      ({ claim: c, outcome: o, now }) =>
+        sql`(${c.account_id}, ${c.id}, ${c.claim_token}, ${o.status},
+          cast(${c.attempt_count + (o.attempt ? 1 : 0)} as integer), cast(${o.retriesUsed} as integer),
+          ${at(o.nextAttemptAt)}, ${at(now)})`,
+    ),
+  );
+  const { rows: updated } = await sql<{ account_id: string; id: string }>`
+    update webhook_deliveries as d
+    set status = v.status, attempt_count = v.attempt_count, retries_used = v.retries_used, manual = 0,
+      next_attempt_at = v.next_attempt_at, locked_until = null, claim_token = null,
+      updated_at = v.updated_at
+    from (
+      select column1 as account_id, column2 as id, column3 as claim_token, column4 as status,
+        column5 as attempt_count, column6 as retries_used, column7 as next_attempt_at,
+        column8 as updated_at
+      from (values ${values}) as t
+    ) as v
+    where d.account_id = v.account_id and d.id = v.id and d.claim_token = v.claim_token
+    returning ${dialect === 'postgres' ? sql`d.account_id, d.id` : sql`account_id, id`}`.execute(trx);
+  return new Set(updated.map((r) => keyOf(r.account_id, r.id)));
 }
 
 /**
- * Writes outcomes in the order of their webhooks (account, then webhook id), so two transactions
- * that lock the same webhooks (applyCompletion, disableWebhook) take them in the same order and
- * never wait on each other in a cycle. Results come back in the order of `items`.
+ * Writes outcomes set-wise, a few statements for the whole batch whatever its size, where one
+ * UPDATE and one INSERT per outcome made the PostgreSQL worker's round trips outweigh its sends
+ * (docs/benchmarks.md, "Webhooks"). Each is written only while its claim still holds. Results come
+ * back in the order of `items`.
+ *
+ * Locks: the webhooks an outcome may change (a retry to check, a webhook to disable) are locked
+ * first, all in one statement in key order, so two transactions never wait on each other's
+ * webhooks in a cycle. A webhook disabled meanwhile (another delivery's 410, say) turns a retry into a failure: its
+ * delivery, still claimed, was not among the waiting ones that disable failed. On PostgreSQL the
+ * row lock makes a disable committing meanwhile wait for this transaction, which then fails this
+ * row itself. Exclusive, not shared: two transactions each sharing it and then both disabling the
+ * webhook would deadlock.
  */
 async function applyAll(trx: Db, dialect: Dialect, items: readonly Completion[]): Promise<boolean[]> {
-  const order = items
-    .map((item, i) => ({ item, i, at: `${item.claim.account_id}\u0000${item.claim.webhook_id}` }))
-    .sort((x, y) => (x.at < y.at ? -1 : x.at > y.at ? 1 : x.i - y.i));
   const written = new Array<boolean>(items.length).fill(false);
-  for (const { item, i } of order) written[i] = await applyCompletion(trx, dialect, item);
+  if (items.length === 0) return written;
+  const hookKeys = new Map<string, readonly [string, string]>();
+  for (const { claim: c, outcome: o } of items) {
+    if (o.status === 'pending' || o.disable)
+      hookKeys.set(keyOf(c.account_id, c.webhook_id), [c.account_id, c.webhook_id]);
+  }
+  const disabled = new Set<string>();
+  if (hookKeys.size > 0) {
+    const hooks = await trx
+      .selectFrom('webhooks')
+      .select(['account_id', 'id', 'status'])
+      .where(keysIn([...hookKeys.values()]))
+      .orderBy('account_id')
+      .orderBy('id')
+      .$if(dialect === 'postgres', (q) => q.forUpdate())
+      .execute();
+    for (const h of hooks) if (h.status === 'disabled') disabled.add(keyOf(h.account_id, h.id));
+  }
+  const decided = items.map((item) =>
+    item.outcome.status === 'pending' && disabled.has(keyOf(item.claim.account_id, item.claim.webhook_id))
+      ? { ...item, outcome: { ...item.outcome, status: 'failed' as const, nextAttemptAt: null } }
+      : item,
+  );
+  // One UPDATE writes each delivery once; the same delivery twice in a batch (never from one
+  // worker: a lease outlasts its attempt) goes in a later round, so each claim token is checked.
+  let left = decided.map((item, i) => ({ item, i, key: keyOf(item.claim.account_id, item.claim.id) }));
+  while (left.length > 0) {
+    const seen = new Set<string>();
+    const round: typeof left = [];
+    const later: typeof left = [];
+    for (const entry of left) {
+      if (seen.has(entry.key)) later.push(entry);
+      else {
+        seen.add(entry.key);
+        round.push(entry);
+      }
+    }
+    const updated = await updateDeliveries(
+      trx,
+      dialect,
+      round.map((e) => e.item),
+    );
+    for (const e of round) written[e.i] = updated.has(e.key);
+    left = later;
+  }
+  const attempts = decided.flatMap(({ claim: c, outcome: o }, i) =>
+    written[i] && o.attempt
+      ? [{ account_id: c.account_id, delivery_id: c.id, attempt: c.attempt_count + 1, ...o.attempt }]
+      : [],
+  );
+  if (attempts.length > 0) await trx.insertInto('webhook_attempts').values(attempts).execute();
+  const disables = decided
+    .filter((d, i) => written[i] && d.outcome.disable)
+    .sort((x, y) => {
+      const a = keyOf(x.claim.account_id, x.claim.webhook_id);
+      const b = keyOf(y.claim.account_id, y.claim.webhook_id);
+      return a < b ? -1 : a > b ? 1 : 0;
+    });
+  for (const { claim: c, outcome: o, now } of disables) {
+    await disableWebhook(trx, c.account_id, c.webhook_id, o.disable as string, now);
+  }
   return written;
 }
 

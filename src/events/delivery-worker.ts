@@ -48,7 +48,7 @@ type Targets = Awaited<ReturnType<typeof loadTargets>>;
 /**
  * Attempts one worker runs at once. 16 kept up with SQLite writes only at about four fifths of
  * their rate in a burst, so deliveries queued behind them; with 64 they keep pace, and a backlog
- * drains at 2,800/s on SQLite and 1,240/s on PostgreSQL (bench/webhooks, docs/benchmarks.md).
+ * drains at about 3,000/s on SQLite and 2,200/s on PostgreSQL (bench/webhooks, docs/benchmarks.md).
  */
 const DEFAULT_CONCURRENCY = 64;
 
