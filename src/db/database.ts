@@ -26,6 +26,7 @@ import * as m0020 from './migrations/0020-account-tags.ts';
 import * as m0021 from './migrations/0021-auth-epoch.ts';
 import * as m0022 from './migrations/0022-vocab-trigrams.ts';
 import * as m0023 from './migrations/0023-list-covering.ts';
+import * as m0024 from './migrations/0024-due-covering.ts';
 import { HOT_STATEMENT, openPostgres } from './postgres.ts';
 import { openSqlite } from './sqlite.ts';
 import type { DB, Db, Dialect } from './types.ts';
@@ -99,6 +100,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0021-auth-epoch': m0021,
   '0022-vocab-trigrams': m0022,
   '0023-list-covering': m0023,
+  '0024-due-covering': m0024,
 };
 
 class StaticProvider implements MigrationProvider {

@@ -307,7 +307,7 @@ describe('migration 0023 (SQLite): the list indexes become covering', () => {
       assert.deepEqual(await columns('data_objects_title_idx'), ['account_id', 'title_sort', 'id']);
       const before = await pages();
 
-      assert.deepEqual(await migrate(database), ['0023-list-covering']);
+      assert.deepEqual(await migrate(database, { to: '0023-list-covering' }), ['0023-list-covering']);
       assert.deepEqual(await columns('data_objects_created_idx'), [
         'account_id',
         'created_at',
