@@ -79,6 +79,12 @@ describeEachDatabase('webhook outcomes written as one batch', (h) => {
     outcome,
     now: ts(NOW + 1000),
   });
+  const success = (code: number): AttemptOutcome => ({
+    status: 'succeeded',
+    nextAttemptAt: null,
+    retriesUsed: 0,
+    attempt: attempt(code),
+  });
   const retry = (code: number): AttemptOutcome => ({
     status: 'pending',
     nextAttemptAt: ts(NOW + 60_000),
@@ -140,12 +146,7 @@ describeEachDatabase('webhook outcomes written as one batch', (h) => {
     await delivery('unsent', 'wh_ok', 't-unsent');
     await delivery('twice', 'wh_ok', 't-new');
     const written = await completeDeliveries(h.database.db, h.database.dialect, [
-      done('ok', 'wh_ok', 't-ok', {
-        status: 'succeeded',
-        nextAttemptAt: null,
-        retriesUsed: 0,
-        attempt: attempt(204),
-      }),
+      done('ok', 'wh_ok', 't-ok', success(204)),
       done('again', 'wh_ok', 't-again', retry(503), 2),
       done('late', 'wh_gone', 't-late', retry(500)),
       done('beside', 'wh_410', 't-beside', retry(502)),
@@ -164,12 +165,7 @@ describeEachDatabase('webhook outcomes written as one batch', (h) => {
         attempt: null,
       }),
       done('twice', 'wh_ok', 't-old', retry(500)),
-      done('twice', 'wh_ok', 't-new', {
-        status: 'succeeded',
-        nextAttemptAt: null,
-        retriesUsed: 0,
-        attempt: attempt(200),
-      }),
+      done('twice', 'wh_ok', 't-new', success(200)),
     ]);
     assert.deepEqual(written, [true, true, true, true, true, false, true, false, true]);
     const ids = ['ok', 'again', 'late', 'gone', 'beside', 'waiting', 'stale', 'unsent', 'twice'];
@@ -217,16 +213,7 @@ describeEachDatabase('webhook outcomes written as one batch', (h) => {
     const written = await completeDeliveries(
       h.database.db.withPlugin(counter),
       h.database.dialect,
-      ids.map((id, i) =>
-        done(
-          id,
-          'wh_many',
-          `t-${id}`,
-          i % 2 === 0
-            ? { status: 'succeeded', nextAttemptAt: null, retriesUsed: 0, attempt: attempt(200) }
-            : retry(500),
-        ),
-      ),
+      ids.map((id, i) => done(id, 'wh_many', `t-${id}`, i % 2 === 0 ? success(200) : retry(500))),
     );
     assert.deepEqual(
       written,

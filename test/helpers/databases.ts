@@ -1,7 +1,9 @@
+import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { type Kysely, sql } from 'kysely';
 import pg from 'pg';
 import type { DatabaseConfig } from '../../src/config.ts';
 
@@ -62,4 +64,22 @@ export async function createTestDatabase(
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Runs a SQLite migration's `up` once more over a database it already migrated (a replay after a
+ * crash) and checks that it changed no schema (`schema_version` counts every change, a dropped or
+ * created index included) and left the file intact.
+ */
+export async function assertSqliteReplayChangesNothing(
+  db: Kysely<unknown>,
+  up: (db: Kysely<unknown>, dialect: 'sqlite') => Promise<void>,
+): Promise<void> {
+  const version = async () =>
+    (await sql<{ schema_version: number }>`PRAGMA schema_version`.execute(db)).rows[0]!.schema_version;
+  const before = await version();
+  await up(db, 'sqlite');
+  assert.equal(await version(), before, 'the replay changed the schema');
+  const check = await sql<{ integrity_check: string }>`PRAGMA integrity_check`.execute(db);
+  assert.deepEqual(check.rows, [{ integrity_check: 'ok' }]);
 }
