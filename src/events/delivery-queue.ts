@@ -20,16 +20,39 @@ const RETURNING = sql`account_id, id, webhook_id, event_id, event_name, attempt_
 /** `key` of an account's webhook or delivery in the maps below. */
 const keyOf = (accountId: string, id: string) => `${accountId}\u0000${id}`;
 
+type Column = 'text' | 'integer' | 'timestamptz';
+
 /**
- * `(account_id, id) in (select … from (values …))`: rows by their keys, one statement whatever
- * their number, found by primary key on both databases (a bare `in (values …)` scanned the table
- * on the SQLite 3.40 of Debian 12's sqlite3; an OR of one AND per key took PostgreSQL 3.5 ms to
- * plan and run for 64 keys, docs/benchmarks.md "Webhooks").
+ * `rows` as a relation read from one JSON parameter: the statement's text is the same whatever the
+ * number of rows, so SQLite's statement cache (src/db/sqlite.ts) keeps one entry for it, where a
+ * VALUES list of one row per item would add one per batch size and push other statements out.
+ * Columns are typed on PostgreSQL (json_to_recordset); on SQLite `->>` gives JSON strings as text,
+ * numbers as integers and null as NULL, as the columns store them.
  */
-const keysIn = (pairs: readonly (readonly [string, string])[]) =>
-  sql<boolean>`(account_id, id) in (select column1, column2 from (values ${sql.join(
-    pairs.map(([a, id]) => sql`(${a}, ${id})`),
-  )}) as k)`;
+function jsonRows(
+  dialect: Dialect,
+  columns: Record<string, Column>,
+  rows: readonly Record<string, unknown>[],
+) {
+  const names = Object.keys(columns);
+  const json = JSON.stringify(rows.map((r) => names.map((n) => r[n] ?? null)));
+  return dialect === 'postgres'
+    ? sql`(select ${sql.raw(names.map((n, i) => `cast(r->>${i} as ${columns[n]}) as ${n}`).join(', '))}
+        from json_array_elements(cast(${json} as json)) as r)`
+    : sql`(select ${sql.raw(names.map((n, i) => `value ->> ${i} as ${n}`).join(', '))} from json_each(${json}))`;
+}
+
+/**
+ * `(account_id, id) in (…)`: rows by their keys in one statement of one shape whatever their
+ * number, found by primary key on both databases (an OR of one AND per key took PostgreSQL 3.5 ms
+ * to plan and run for 64 keys, docs/benchmarks.md "Webhooks").
+ */
+const keysIn = (dialect: Dialect, pairs: readonly (readonly [string, string])[]) =>
+  sql<boolean>`(account_id, id) in (select k.account_id, k.id from ${jsonRows(
+    dialect,
+    { account_id: 'text', id: 'text' },
+    pairs.map(([account_id, id]) => ({ account_id, id })),
+  )} as k)`;
 
 /** Key pairs without repeats. */
 const distinct = (pairs: readonly (readonly [string, string])[]) => [
@@ -249,7 +272,7 @@ export async function claimWithTargets(
   return db.transaction().execute(async (trx) => {
     const written = await applyAll(trx, dialect, completions);
     const claimed = await claimDueDeliveries(trx, dialect, opts);
-    return { written, claimed, targets: await loadTargets(trx, claimed) };
+    return { written, claimed, targets: await loadTargets(trx, dialect, claimed) };
   });
 }
 
@@ -263,18 +286,18 @@ export async function nextDueAt(db: Kysely<DB>): Promise<string | null> {
 }
 
 /** The webhook and event payload a claimed delivery needs; missing parts come back undefined. */
-export async function loadTargets(db: Db, claimed: readonly ClaimedDelivery[]) {
+export async function loadTargets(db: Db, dialect: Dialect, claimed: readonly ClaimedDelivery[]) {
   if (claimed.length === 0) return { hooks: new Map(), payloads: new Map() };
   const [hooks, events] = await Promise.all([
     db
       .selectFrom('webhooks')
       .select(['account_id', 'id', 'url', 'sealed_secret', 'status'])
-      .where(keysIn(distinct(claimed.map((c) => [c.account_id, c.webhook_id] as const))))
+      .where(keysIn(dialect, distinct(claimed.map((c) => [c.account_id, c.webhook_id] as const))))
       .execute(),
     db
       .selectFrom('events')
       .select(['account_id', 'id', 'payload'])
-      .where(keysIn(distinct(claimed.map((c) => [c.account_id, c.event_id] as const))))
+      .where(keysIn(dialect, distinct(claimed.map((c) => [c.account_id, c.event_id] as const))))
       .execute(),
   ]);
   return {
@@ -309,37 +332,46 @@ async function updateDeliveries(
   dialect: Dialect,
   rows: readonly { claim: ClaimedDelivery; outcome: AttemptOutcome; now: string }[],
 ): Promise<Set<string>> {
-  // PostgreSQL types a VALUES column from its first row; SQLite stores timestamps as text. SQLite's
-  // RETURNING names only the updated table, and PostgreSQL's needs the alias (v has the same names).
-  const at = (v: string | null) => (dialect === 'postgres' ? sql`cast(${v} as timestamptz)` : sql`${v}`);
-  const values = sql.join(
-    rows.map(
-      ({ claim: c, outcome: o, now }) =>
-        sql`(${c.account_id}, ${c.id}, ${c.claim_token}, ${o.status},
-          cast(${c.attempt_count + (o.attempt ? 1 : 0)} as integer), cast(${o.retriesUsed} as integer),
-          ${at(o.nextAttemptAt)}, ${at(now)})`,
-    ),
+  const v = jsonRows(
+    dialect,
+    {
+      account_id: 'text',
+      id: 'text',
+      claim_token: 'text',
+      status: 'text',
+      attempt_count: 'integer',
+      retries_used: 'integer',
+      next_attempt_at: 'timestamptz',
+      updated_at: 'timestamptz',
+    },
+    rows.map(({ claim: c, outcome: o, now }) => ({
+      account_id: c.account_id,
+      id: c.id,
+      claim_token: c.claim_token,
+      status: o.status,
+      attempt_count: c.attempt_count + (o.attempt ? 1 : 0),
+      retries_used: o.retriesUsed,
+      next_attempt_at: o.nextAttemptAt,
+      updated_at: now,
+    })),
   );
+  // SQLite's RETURNING names only the updated table; PostgreSQL's needs the alias (v has the same
+  // column names).
   const { rows: updated } = await sql<{ account_id: string; id: string }>`
     update webhook_deliveries as d
     set status = v.status, attempt_count = v.attempt_count, retries_used = v.retries_used, manual = 0,
       next_attempt_at = v.next_attempt_at, locked_until = null, claim_token = null,
       updated_at = v.updated_at
-    from (
-      select column1 as account_id, column2 as id, column3 as claim_token, column4 as status,
-        column5 as attempt_count, column6 as retries_used, column7 as next_attempt_at,
-        column8 as updated_at
-      from (values ${values}) as t
-    ) as v
+    from ${v} as v
     where d.account_id = v.account_id and d.id = v.id and d.claim_token = v.claim_token
     returning ${dialect === 'postgres' ? sql`d.account_id, d.id` : sql`account_id, id`}`.execute(trx);
   return new Set(updated.map((r) => keyOf(r.account_id, r.id)));
 }
 
 /**
- * Writes outcomes set-wise, a few statements for the whole batch whatever its size, where one
- * UPDATE and one INSERT per outcome made the PostgreSQL worker's round trips outweigh its sends
- * (docs/benchmarks.md, "Webhooks"). Each is written only while its claim still holds. Results come
+ * Writes outcomes set-wise: three statements of one shape for the whole batch whatever its size
+ * (the rows travel as one JSON parameter, jsonRows), where one UPDATE and one INSERT per outcome
+ * made the PostgreSQL worker's round trips outweigh its sends (docs/benchmarks.md, "Webhooks"). Each is written only while its claim still holds. Results come
  * back in the order of `items`.
  *
  * Locks: the webhooks an outcome may change (a retry to check, a webhook to disable) are locked
@@ -363,7 +395,7 @@ async function applyAll(trx: Db, dialect: Dialect, items: readonly Completion[])
     const hooks = await trx
       .selectFrom('webhooks')
       .select(['account_id', 'id', 'status'])
-      .where(keysIn([...hookKeys.values()]))
+      .where(keysIn(dialect, [...hookKeys.values()]))
       .orderBy('account_id')
       .orderBy('id')
       .$if(dialect === 'postgres', (q) => q.forUpdate())
@@ -402,7 +434,25 @@ async function applyAll(trx: Db, dialect: Dialect, items: readonly Completion[])
       ? [{ account_id: c.account_id, delivery_id: c.id, attempt: c.attempt_count + 1, ...o.attempt }]
       : [],
   );
-  if (attempts.length > 0) await trx.insertInto('webhook_attempts').values(attempts).execute();
+  if (attempts.length > 0) {
+    const rows = jsonRows(
+      dialect,
+      {
+        account_id: 'text',
+        delivery_id: 'text',
+        attempt: 'integer',
+        at: 'timestamptz',
+        status_code: 'integer',
+        duration_ms: 'integer',
+        error: 'text',
+      },
+      attempts,
+    );
+    await sql`insert into webhook_attempts (account_id, delivery_id, attempt, at, status_code, duration_ms, error)
+      select account_id, delivery_id, attempt, at, status_code, duration_ms, error from ${rows} as a`.execute(
+      trx,
+    );
+  }
   const disables = decided
     .filter((d, i) => written[i] && d.outcome.disable)
     .sort((x, y) => {
