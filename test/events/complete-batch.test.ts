@@ -4,6 +4,7 @@ import type { Kysely, KyselyPlugin, PluginTransformQueryArgs, PluginTransformRes
 import { sql } from 'kysely';
 import type { DB } from '../../src/db/types.ts';
 import { type AttemptOutcome, type Completion, completeDeliveries } from '../../src/events/delivery-queue.ts';
+import { requeueDelivery } from '../../src/modules/webhooks/repo.ts';
 import { describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
 
 const ts = (ms: number) => new Date(ms).toISOString();
@@ -235,5 +236,29 @@ describeEachDatabase('webhook outcomes written as one batch', (h) => {
     assert.equal(many.length, 3);
     // The same three texts for 4 outcomes as for 40: SQLite's statement cache keeps one entry each.
     assert.deepEqual(await batch('few', 4), many);
+  });
+
+  it('writes nothing for an attempt that outlived its lease once the delivery was requeued by hand', async () => {
+    await hook('wh_requeue', 'active');
+    await delivery('expired', 'wh_requeue', 't-expired');
+    await h.database.db
+      .updateTable('webhook_deliveries')
+      .set({ locked_until: ts(NOW - 1000), next_attempt_at: ts(NOW - 1000) })
+      .where('account_id', '=', a.id)
+      .where('id', '=', 'expired')
+      .execute();
+    assert.equal(await requeueDelivery(h.database.db, a.id, 'expired', ts(NOW)), true);
+    const written = await completeDeliveries(h.database.db, h.database.dialect, [
+      done('expired', 'wh_requeue', 't-expired', success(200)),
+    ]);
+    assert.deepEqual(written, [false], 'the late outcome does not overwrite the requeue');
+    assert.deepEqual((await rowsOf(['expired'])).expired, {
+      status: 'pending',
+      attempts: 0,
+      retries: 0,
+      next: ts(NOW),
+      leased: false,
+    });
+    assert.deepEqual(await attemptsOf(['expired']), []);
   });
 });

@@ -180,7 +180,9 @@ export async function listAttempts(db: Db, accountId: string, deliveryIds: strin
 
 /**
  * Queues a delivery to be sent again now. A waiting delivery is only brought forward; a finished one
- * is reopened for one manual attempt. A delivery whose attempt is in flight is left alone.
+ * is reopened for one manual attempt. A delivery whose attempt is in flight is left alone; one whose
+ * lease ran out loses that claim (token and lease cleared), so an attempt that outlived its lease
+ * cannot write its outcome over this requeue afterwards, as with a lease another worker took over.
  */
 export async function requeueDelivery(db: Db, accountId: string, id: string, now: string): Promise<boolean> {
   const res = await db
@@ -189,6 +191,8 @@ export async function requeueDelivery(db: Db, accountId: string, id: string, now
       manual: eb.case().when('status', '=', 'pending').then(eb.ref('manual')).else(1).end(),
       status: 'pending',
       next_attempt_at: now,
+      locked_until: null,
+      claim_token: null,
       updated_at: now,
     }))
     .where('account_id', '=', accountId)
