@@ -26,8 +26,9 @@ type Column = 'text' | 'integer' | 'timestamptz';
  * `rows` as a relation read from one JSON parameter: the statement's text is the same whatever the
  * number of rows, so SQLite's statement cache (src/db/sqlite.ts) keeps one entry for it, where a
  * VALUES list of one row per item would add one per batch size and push other statements out.
- * Columns are typed on PostgreSQL (json_to_recordset); on SQLite `->>` gives JSON strings as text,
- * numbers as integers and null as NULL, as the columns store them.
+ * Each row travels as a JSON array of its values in `columns` order. PostgreSQL casts each to its
+ * column's type; on SQLite `->>` gives JSON strings as text, numbers as integers and null as NULL,
+ * as the columns store them.
  */
 function jsonRows(
   dialect: Dialect,
@@ -109,9 +110,8 @@ export interface ClaimOptions {
  * Leaving someone out is not bounded: the scan walks every due row of theirs to get past them
  * (on SQLite, where the claim holds the write lock, about 5 ms for 100,000 such rows read from the
  * covering due index of migration 0024, 7-11 ms before it), so a worker asks for it (`reach`, the
- * default) only now and then. With `reach: false` one pass scans
- * the first `limit` × 4 due rows and nobody is left out; rows behind that window wait for a claim
- * that reaches.
+ * default) only now and then. With `reach: false` one pass scans the first `limit` × 4 due rows
+ * and nobody is left out; rows behind that window wait for a claim that reaches.
  * The claim moves next_attempt_at to the end of the lease, so a worker that dies mid-attempt leaves
  * a delivery that falls due again when its lease runs out. PostgreSQL: FOR UPDATE SKIP LOCKED, so
  * concurrent workers take disjoint rows without waiting. SQLite: a single UPDATE … RETURNING,
@@ -371,15 +371,16 @@ async function updateDeliveries(
 /**
  * Writes outcomes set-wise: three statements of one shape for the whole batch whatever its size
  * (the rows travel as one JSON parameter, jsonRows), where one UPDATE and one INSERT per outcome
- * made the PostgreSQL worker's round trips outweigh its sends (docs/benchmarks.md, "Webhooks"). Each is written only while its claim still holds. Results come
- * back in the order of `items`.
+ * made the PostgreSQL worker's round trips outweigh its sends (docs/benchmarks.md, "Webhooks").
+ * Each is written only while its claim still holds. Results come back in the order of `items`.
  *
  * Locks: the webhooks an outcome may change (a retry to check, a webhook to disable) are locked
  * first, all in one statement in key order, so two transactions never wait on each other's
- * webhooks in a cycle. A webhook disabled meanwhile (another delivery's 410, say) turns a retry into a failure: its
- * delivery, still claimed, was not among the waiting ones that disable failed. On PostgreSQL the
- * row lock makes a disable committing meanwhile wait for this transaction, which then fails this
- * row itself. Exclusive, not shared: two transactions each sharing it and then both disabling the
+ * webhooks in a cycle, and the disables at the end touch only webhooks locked already. A webhook
+ * disabled meanwhile (another delivery's 410, say) turns a retry into a failure: its delivery,
+ * still claimed, was not among the waiting ones that disable failed. On PostgreSQL the row lock
+ * makes a disable committing meanwhile wait for this transaction, which then fails this row
+ * itself. Exclusive, not shared: two transactions each sharing it and then both disabling the
  * webhook would deadlock.
  */
 async function applyAll(trx: Db, dialect: Dialect, items: readonly Completion[]): Promise<boolean[]> {
@@ -453,15 +454,8 @@ async function applyAll(trx: Db, dialect: Dialect, items: readonly Completion[])
       trx,
     );
   }
-  const disables = decided
-    .filter((d, i) => written[i] && d.outcome.disable)
-    .sort((x, y) => {
-      const a = keyOf(x.claim.account_id, x.claim.webhook_id);
-      const b = keyOf(y.claim.account_id, y.claim.webhook_id);
-      return a < b ? -1 : a > b ? 1 : 0;
-    });
-  for (const { claim: c, outcome: o, now } of disables) {
-    await disableWebhook(trx, c.account_id, c.webhook_id, o.disable as string, now);
+  for (const [i, { claim: c, outcome: o, now }] of decided.entries()) {
+    if (written[i] && o.disable) await disableWebhook(trx, c.account_id, c.webhook_id, o.disable, now);
   }
   return written;
 }
