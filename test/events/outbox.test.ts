@@ -3,6 +3,7 @@ import { before, it } from 'node:test';
 import { listenForDeliveries, onDeliveriesDue } from '../../src/events/notify.ts';
 import { recordEvent } from '../../src/events/outbox.ts';
 import { newId } from '../../src/lib/ids.ts';
+import { pgDriver } from '../../src/lib/optional-modules.ts';
 import { insertWebhook } from '../../src/modules/webhooks/repo.ts';
 import { describeEachDatabase, type Harness, type TestAccount } from '../helpers/harness.ts';
 import { waitUntil } from '../webhooks/fixtures.ts';
@@ -155,4 +156,46 @@ describeEachDatabase('outbox: events fan out to deliveries in the same transacti
       await listener?.close();
     }
   });
+
+  if (h.dialect === 'postgres')
+    it('takes one round trip to PostgreSQL without a subscribed webhook, and one more with any', async () => {
+      const quiet = await h.account();
+      const busy = await h.account();
+      await addHook(h, busy.id, ['data.created']);
+      await addHook(h, busy.id, ['*']);
+      /** The statements `recordEvent` sends, each one round trip, as the driver submits them. */
+      const sent = async (accountId: string) => {
+        const texts: string[] = [];
+        const query = pgDriver().Query.prototype as unknown as { submit: (...a: unknown[]) => unknown };
+        const submit = query.submit;
+        let eventId = '';
+        await h.database.db.transaction().execute(async (trx) => {
+          query.submit = function (this: { text: string }, ...args: unknown[]) {
+            texts.push(this.text);
+            return submit.apply(this, args);
+          };
+          try {
+            eventId = await recordEvent(
+              trx,
+              h.database.dialect,
+              accountId,
+              'data.created',
+              { id: 'dat_rt' },
+              new Date().toISOString(),
+            );
+          } finally {
+            query.submit = submit;
+          }
+        });
+        return { texts, deliveries: (await deliveriesFor(h, eventId)).length };
+      };
+      // The event's insert and the webhook lookup in one statement (they were two)...
+      const none = await sent(quiet.id);
+      assert.equal(none.texts.length, 1, none.texts.join('\n'));
+      assert.equal(none.deliveries, 0);
+      // ...and the deliveries with their NOTIFY in one more (they were two).
+      const two = await sent(busy.id);
+      assert.equal(two.texts.length, 2, two.texts.join('\n'));
+      assert.equal(two.deliveries, 2);
+    });
 });
