@@ -6,6 +6,20 @@ import { SQLITE_CACHE_MB } from '../config.ts';
 
 const STATEMENT_CACHE_SIZE = 256;
 
+/** A WAL file larger than this is checkpointed and truncated (see `trimWal`). */
+export const WAL_LIMIT_BYTES = 64 * 1024 * 1024;
+/** How often each process looks at the WAL file's size. */
+const WAL_CHECK_MS = 2_000;
+/** How long a trim waits for other processes' readers to move on before it gives up until the next check. */
+const WAL_TRIM_WAIT_MS = 200;
+
+export interface WalOptions {
+  /** Trim the WAL above this size (default WAL_LIMIT_BYTES). */
+  limitBytes?: number;
+  /** Check its size this often (default every 2 s). */
+  checkMs?: number;
+}
+
 /**
  * Opens the SQLite file with the durability and privacy settings of decisions §5, and wraps it in a
  * bounded prepared-statement cache: Kysely asks for `prepare(sql)` on every query, and compiling the
@@ -14,12 +28,16 @@ const STATEMENT_CACHE_SIZE = 256;
 export function openSqlite(
   file: string,
   cacheMb = SQLITE_CACHE_MB,
+  wal: WalOptions = {},
 ): {
   dialect: SqliteDialect;
   raw: BetterSqlite3.Database;
   prepare: (sql: string) => BetterSqlite3.Statement;
   hold: () => void;
   release: () => void;
+  /** Checkpoints and truncates the WAL if it is over its limit: true if it did, false if readers held it. */
+  trimWal: () => boolean | undefined;
+  close: () => void;
 } {
   if (file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true });
   const raw = new BetterSqlite3(file);
@@ -45,8 +63,45 @@ export function openSqlite(
     return stmt;
   };
   const holder = file === ':memory:' ? undefined : readLockHolder(file);
+  const limit = wal.limitBytes ?? WAL_LIMIT_BYTES;
+  /**
+   * SQLite's own checkpoint (PASSIVE, at a commit past 1,000 pages) copies only the frames every
+   * reader has moved past, and the WAL starts again from its beginning only when a write begins
+   * with no reader left on it. Beside a process whose read-lock holder renews its snapshot every
+   * turn under load (another `ads serve`, or this one beside a separate `ads worker`), both seldom
+   * happen: the other process's snapshot trails the last commit. In tests of that pattern the WAL
+   * file grew in steps to 26-62 MB within minutes and never shrank (docs/deployment.md, "The WAL
+   * file"). A TRUNCATE checkpoint waits for the readers instead (the busy handler, up to
+   * WAL_TRIM_WAIT_MS): a holder renews within a turn, so its next snapshot is the newest, and
+   * after the copy it reads from the database file alone; then the WAL is emptied. Checked on a
+   * timer, so no write pays for it.
+   */
+  const trimWal = () => {
+    if (holder === undefined || !raw.open || raw.inTransaction) return undefined;
+    let size: number;
+    try {
+      size = fs.statSync(`${file}-wal`).size;
+    } catch {
+      return undefined;
+    }
+    if (size <= limit) return undefined;
+    holder.release();
+    raw.pragma(`busy_timeout = ${WAL_TRIM_WAIT_MS}`);
+    try {
+      const [result] = raw.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[];
+      return result?.busy === 0;
+    } catch {
+      // SQLITE_BUSY from another checkpointer: the next check tries again.
+      return false;
+    } finally {
+      raw.pragma('busy_timeout = 5000');
+    }
+  };
+  const timer = holder === undefined ? undefined : setInterval(trimWal, wal.checkMs ?? WAL_CHECK_MS);
+  timer?.unref();
   const database = {
     close: () => {
+      clearInterval(timer);
       holder?.close();
       cache.clear();
       raw.close();
@@ -66,6 +121,8 @@ export function openSqlite(
     hold: () => holder?.hold(),
     // Before a hot write: no reader of ours in its way.
     release: () => holder?.release(),
+    trimWal,
+    close: database.close,
   };
 }
 
@@ -77,7 +134,8 @@ export function openSqlite(
  * of a pair of fcntl calls on the shared-memory file (the unix VFS shares locks between the
  * connections of one process). The holder lets go when the turn ends (setImmediate) and before any
  * statement other than a hot read, so it never keeps a checkpoint from finishing or the WAL from
- * restarting for longer than one turn.
+ * restarting for longer than one turn. Turn after turn under load, though, it keeps other
+ * processes' writes from restarting the WAL: see trimWal in openSqlite.
  */
 function readLockHolder(file: string) {
   const conn = new BetterSqlite3(file);
