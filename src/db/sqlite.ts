@@ -10,8 +10,14 @@ const STATEMENT_CACHE_SIZE = 256;
 export const WAL_LIMIT_BYTES = 64 * 1024 * 1024;
 /** How often each process looks at the WAL file's size. */
 const WAL_CHECK_MS = 2_000;
-/** How long a trim waits for other processes' readers to move on before it gives up until the next check. */
-const WAL_TRIM_WAIT_MS = 200;
+/** How long a trim waits for other processes' readers to move on before it gives up for a while. */
+const WAL_TRIM_WAIT_MS = 50;
+/** A trim waits for readers only when at most this many frames are left after a PASSIVE checkpoint. */
+const WAL_TRIM_LAG_FRAMES = 256;
+/** After a trim the readers held up, the checks pause 2 s, 4 s, … up to this long. */
+const WAL_TRIM_MAX_PAUSE_MS = 64_000;
+/** How long a statement waits for another connection's lock (busy_timeout). */
+const BUSY_TIMEOUT_MS = 5000;
 
 export interface WalOptions {
   /** Trim the WAL above this size (default WAL_LIMIT_BYTES). */
@@ -45,7 +51,7 @@ export function openSqlite(
   raw.pragma('synchronous = FULL');
   raw.pragma('secure_delete = ON');
   raw.pragma('foreign_keys = ON');
-  raw.pragma('busy_timeout = 5000');
+  raw.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
   // A page cache of tens of MB instead of SQLite's 2 MB: searches and reads over a large account
   // touch thousands of pages, each otherwise a read from the OS (docs/deployment.md).
   raw.pragma(`cache_size = -${Math.round(cacheMb * 1024)}`);
@@ -71,11 +77,16 @@ export function openSqlite(
    * turn under load (another `ads serve`, or this one beside a separate `ads worker`), both seldom
    * happen: the other process's snapshot trails the last commit. In tests of that pattern the WAL
    * file grew in steps to 26-62 MB within minutes and never shrank (docs/deployment.md, "The WAL
-   * file"). A TRUNCATE checkpoint waits for the readers instead (the busy handler, up to
-   * WAL_TRIM_WAIT_MS): a holder renews within a turn, so its next snapshot is the newest, and
-   * after the copy it reads from the database file alone; then the WAL is emptied. Checked on a
-   * timer, so no write pays for it.
+   * file"). So past the limit: a PASSIVE checkpoint (it waits for no one), and if it left only a
+   * few frames behind, the readers are current and renew within a turn, so a TRUNCATE checkpoint
+   * waits for them (the busy handler, up to WAL_TRIM_WAIT_MS, with the write lock held) until they
+   * read from the database file alone, and empties the file. A reader that keeps an old snapshot
+   * (a long `ads backup`) leaves many frames behind: no TRUNCATE then, and a TRUNCATE that still
+   * found readers in the way makes the timer's checks pause, longer each time, so writers are not
+   * held up every 2 s. True when the file was emptied.
    */
+  let pauseMs = 0;
+  let pausedUntil = 0;
   const trimWal = () => {
     if (holder === undefined || !raw.open || raw.inTransaction) return undefined;
     let size: number;
@@ -86,18 +97,35 @@ export function openSqlite(
     }
     if (size <= limit) return undefined;
     holder.release();
-    raw.pragma(`busy_timeout = ${WAL_TRIM_WAIT_MS}`);
-    try {
-      const [result] = raw.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[];
-      return result?.busy === 0;
-    } catch {
-      // SQLITE_BUSY from another checkpointer: the next check tries again.
-      return false;
-    } finally {
-      raw.pragma('busy_timeout = 5000');
+    type Checkpoint = { busy: number; log: number; checkpointed: number };
+    const [passive] = raw.pragma('wal_checkpoint(PASSIVE)') as Checkpoint[];
+    let emptied = false;
+    if (passive && passive.busy === 0 && passive.log - passive.checkpointed <= WAL_TRIM_LAG_FRAMES) {
+      raw.pragma(`busy_timeout = ${WAL_TRIM_WAIT_MS}`);
+      try {
+        const [truncate] = raw.pragma('wal_checkpoint(TRUNCATE)') as Checkpoint[];
+        emptied = truncate?.busy === 0;
+      } finally {
+        raw.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+      }
     }
+    pauseMs = emptied ? 0 : Math.min(Math.max(pauseMs * 2, WAL_CHECK_MS), WAL_TRIM_MAX_PAUSE_MS);
+    pausedUntil = Date.now() + pauseMs;
+    return emptied;
   };
-  const timer = holder === undefined ? undefined : setInterval(trimWal, wal.checkMs ?? WAL_CHECK_MS);
+  const timer =
+    holder === undefined
+      ? undefined
+      : setInterval(() => {
+          if (Date.now() < pausedUntil) return;
+          try {
+            trimWal();
+          } catch (err) {
+            // Not a lock (SQLite reports those as busy): an I/O error, a full disk. Said on stderr;
+            // the statements that meet it report it too.
+            process.emitWarning(`SQLite WAL trim of ${file} failed: ${(err as Error).message}`);
+          }
+        }, wal.checkMs ?? WAL_CHECK_MS);
   timer?.unref();
   const database = {
     close: () => {
@@ -139,7 +167,7 @@ export function openSqlite(
  */
 function readLockHolder(file: string) {
   const conn = new BetterSqlite3(file);
-  conn.pragma('busy_timeout = 5000');
+  conn.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
   const begin = conn.prepare('begin');
   // A statement that names a table starts the read transaction (and takes the lock); this one reads no row.
   const touch = conn.prepare('select count(*) from sqlite_schema where 0');

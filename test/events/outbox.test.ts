@@ -193,6 +193,16 @@ describeEachDatabase('outbox: events fan out to deliveries in the same transacti
       const none = await sent(quiet.id);
       assert.equal(none.texts.length, 1, none.texts.join('\n'));
       assert.equal(none.deliveries, 0);
+      // The insert in front of the lookup ran: the event is there.
+      const events = await h.database.db
+        .selectFrom('events')
+        .select(['name', 'payload'])
+        .where('account_id', '=', quiet.id)
+        .execute();
+      assert.deepEqual(
+        events.map((e) => [e.name, JSON.parse(e.payload).data]),
+        [['data.created', { id: 'dat_rt' }]],
+      );
       // ...and the deliveries with their NOTIFY in one more (they were two).
       const two = await sent(busy.id);
       assert.equal(two.texts.length, 2, two.texts.join('\n'));
