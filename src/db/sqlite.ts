@@ -19,6 +19,12 @@ const WAL_TRIM_MAX_PAUSE_MS = 64_000;
 /** How long a statement waits for another connection's lock (busy_timeout). */
 const BUSY_TIMEOUT_MS = 5000;
 
+/**
+ * What a trim did: `emptied` the file; left it to a reader `behind` on an old snapshot without
+ * waiting; or waited for current readers that stayed `busy`.
+ */
+export type WalTrim = 'emptied' | 'behind' | 'busy';
+
 export interface WalOptions {
   /** Trim the WAL above this size (default WAL_LIMIT_BYTES). */
   limitBytes?: number;
@@ -41,8 +47,8 @@ export function openSqlite(
   prepare: (sql: string) => BetterSqlite3.Statement;
   hold: () => void;
   release: () => void;
-  /** Checkpoints and truncates the WAL if it is over its limit: true if it did, false if readers held it. */
-  trimWal: () => boolean | undefined;
+  /** Checkpoints and truncates the WAL if it is over its limit (undefined when under it or in a transaction). */
+  trimWal: () => WalTrim | undefined;
   close: () => void;
 } {
   if (file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true });
@@ -83,11 +89,11 @@ export function openSqlite(
    * read from the database file alone, and empties the file. A reader that keeps an old snapshot
    * (a long `ads backup`) leaves many frames behind: no TRUNCATE then, and a TRUNCATE that still
    * found readers in the way makes the timer's checks pause, longer each time, so writers are not
-   * held up every 2 s. True when the file was emptied.
+   * held up every 2 s.
    */
   let pauseMs = 0;
   let pausedUntil = 0;
-  const trimWal = () => {
+  const trimWal = (): WalTrim | undefined => {
     if (holder === undefined || !raw.open || raw.inTransaction) return undefined;
     let size: number;
     try {
@@ -99,19 +105,20 @@ export function openSqlite(
     holder.release();
     type Checkpoint = { busy: number; log: number; checkpointed: number };
     const [passive] = raw.pragma('wal_checkpoint(PASSIVE)') as Checkpoint[];
-    let emptied = false;
+    let outcome: WalTrim = 'behind';
     if (passive && passive.busy === 0 && passive.log - passive.checkpointed <= WAL_TRIM_LAG_FRAMES) {
       raw.pragma(`busy_timeout = ${WAL_TRIM_WAIT_MS}`);
       try {
         const [truncate] = raw.pragma('wal_checkpoint(TRUNCATE)') as Checkpoint[];
-        emptied = truncate?.busy === 0;
+        outcome = truncate?.busy === 0 ? 'emptied' : 'busy';
       } finally {
         raw.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
       }
     }
-    pauseMs = emptied ? 0 : Math.min(Math.max(pauseMs * 2, WAL_CHECK_MS), WAL_TRIM_MAX_PAUSE_MS);
+    pauseMs =
+      outcome === 'emptied' ? 0 : Math.min(Math.max(pauseMs * 2, WAL_CHECK_MS), WAL_TRIM_MAX_PAUSE_MS);
     pausedUntil = Date.now() + pauseMs;
-    return emptied;
+    return outcome;
   };
   const timer =
     holder === undefined
