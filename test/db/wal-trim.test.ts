@@ -101,48 +101,52 @@ describe('SQLite WAL trimmed past its limit', () => {
     }
   });
 
-  it('leaves the WAL to a reader that keeps an old snapshot, and trims it once that reader is done', () => {
-    const { file, db } = open('stuck.sqlite', 3_600_000);
+  /**
+   * `steps` with a reader in this thread that takes a snapshot when told and never renews it; once
+   * the reader is done, the WAL must be emptied.
+   */
+  const withReader = (
+    name: string,
+    steps: (db: ReturnType<typeof openSqlite>, file: string, snapshot: () => void) => void,
+  ) => {
+    const { file, db } = open(name, 3_600_000);
     const reader = new BetterSqlite3(file);
     try {
+      steps(db, file, () => {
+        reader.exec('begin');
+        reader.prepare('select count(*) from t').get();
+      });
+      reader.exec('commit');
+      assert.equal(db.trimWal(), 'emptied');
+      assert.equal(walBytes(file), 0);
+    } finally {
+      reader.close();
+      db.close();
+    }
+  };
+
+  it('leaves the WAL to a reader that keeps an old snapshot, and trims it once that reader is done', () =>
+    withReader('stuck.sqlite', (db, file, snapshot) => {
       write(db.raw, 1);
-      reader.exec('begin');
-      reader.prepare('select count(*) from t').get();
+      snapshot();
       // Far behind: the frames written since its snapshot cannot be copied, so no TRUNCATE waits.
       write(db.raw, 2);
       const size = walBytes(file);
       // No TRUNCATE tried, so neither this process nor any writer waited for the reader.
       assert.equal(db.trimWal(), 'behind', 'the old snapshot stands in the way');
       assert.equal(walBytes(file), size);
-      reader.exec('commit');
-      assert.equal(db.trimWal(), 'emptied');
-      assert.equal(walBytes(file), 0);
-    } finally {
-      reader.close();
-      db.close();
-    }
-  });
+    }));
 
-  it('gives up on a current reader that does not let go, and puts its lock wait back', () => {
-    const { file, db } = open('current.sqlite', 3_600_000);
-    const reader = new BetterSqlite3(file);
-    try {
+  it('gives up on a current reader that does not let go, and puts its lock wait back', () =>
+    withReader('current.sqlite', (db, file, snapshot) => {
       write(db.raw, 2);
       // Current (nothing written since), so the TRUNCATE waits for it, and it never lets go.
-      reader.exec('begin');
-      reader.prepare('select count(*) from t').get();
+      snapshot();
       assert.equal(db.trimWal(), 'busy');
       assert.ok(walBytes(file) > MiB);
       // The connection waits on locks for as long as before.
       assert.equal(db.raw.pragma('busy_timeout', { simple: true }), 5000);
-      reader.exec('commit');
-      assert.equal(db.trimWal(), 'emptied');
-      assert.equal(walBytes(file), 0);
-    } finally {
-      reader.close();
-      db.close();
-    }
-  });
+    }));
 
   it('checks on its own timer, so a process that only reads trims what another wrote', async () => {
     const { file, db } = open('timer.sqlite', 20);
