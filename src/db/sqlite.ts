@@ -14,14 +14,14 @@ const WAL_CHECK_MS = 2_000;
 const WAL_TRIM_WAIT_MS = 50;
 /** A trim waits for readers only when at most this many frames are left after a PASSIVE checkpoint. */
 const WAL_TRIM_LAG_FRAMES = 256;
-/** After a trim the readers held up, the checks pause 2 s, 4 s, … up to this long. */
+/** After a TRUNCATE that readers held up (or a trim that threw), checks pause 2 s, 4 s, … up to this long. */
 const WAL_TRIM_MAX_PAUSE_MS = 64_000;
 /** How long a statement waits for another connection's lock (busy_timeout). */
 const BUSY_TIMEOUT_MS = 5000;
 
 /**
- * What a trim did: `emptied` the file; left it to a reader `behind` on an old snapshot without
- * waiting; or waited for current readers that stayed `busy`.
+ * What a trim did: `emptied` the file; left it, without waiting, to a reader `behind` on an old
+ * snapshot (or to another process's checkpoint); or waited for current readers that stayed `busy`.
  */
 export type WalTrim = 'emptied' | 'behind' | 'busy';
 
@@ -83,16 +83,21 @@ export function openSqlite(
    * turn under load (another `ads serve`, or this one beside a separate `ads worker`), both seldom
    * happen: the other process's snapshot trails the last commit. In tests of that pattern the WAL
    * file grew in steps to 26-62 MB within minutes and never shrank (docs/deployment.md, "The WAL
-   * file"). So past the limit: a PASSIVE checkpoint (it waits for no one), and if it left only a
-   * few frames behind, the readers are current and renew within a turn, so a TRUNCATE checkpoint
-   * waits for them (the busy handler, up to WAL_TRIM_WAIT_MS, with the write lock held) until they
-   * read from the database file alone, and empties the file. A reader that keeps an old snapshot
-   * (a long `ads backup`) leaves many frames behind: no TRUNCATE then, and a TRUNCATE that still
-   * found readers in the way makes the timer's checks pause, longer each time, so writers are not
-   * held up every 2 s.
+   * file"). So past the limit: a PASSIVE checkpoint, which takes no write lock and waits for no
+   * one. If it left at most WAL_TRIM_LAG_FRAMES frames behind, the readers are current (as a busy
+   * server's are: they renew within a turn), and a TRUNCATE checkpoint, holding the write lock,
+   * waits up to WAL_TRIM_WAIT_MS (the busy handler) for them to read from the database file alone,
+   * then empties the file. A reader on an old snapshot (a long `ads backup`) leaves more frames
+   * behind: no TRUNCATE, nobody waits, and the next check tries again. Only a TRUNCATE that waited
+   * in vain (or a trim that threw) makes the timer pause, 2 s, 4 s, … up to WAL_TRIM_MAX_PAUSE_MS,
+   * so writers are not held up every 2 s by a reader that never lets go.
    */
   let pauseMs = 0;
   let pausedUntil = 0;
+  const pause = (again: boolean) => {
+    pauseMs = again ? Math.min(Math.max(pauseMs * 2, WAL_CHECK_MS), WAL_TRIM_MAX_PAUSE_MS) : 0;
+    pausedUntil = again ? Date.now() + pauseMs : 0;
+  };
   const trimWal = (): WalTrim | undefined => {
     if (holder === undefined || !raw.open || raw.inTransaction) return undefined;
     let size: number;
@@ -101,24 +106,28 @@ export function openSqlite(
     } catch {
       return undefined;
     }
-    if (size <= limit) return undefined;
+    if (size <= limit) {
+      pause(false);
+      return undefined;
+    }
     holder.release();
     type Checkpoint = { busy: number; log: number; checkpointed: number };
-    const [passive] = raw.pragma('wal_checkpoint(PASSIVE)') as Checkpoint[];
-    let outcome: WalTrim = 'behind';
-    if (passive && passive.busy === 0 && passive.log - passive.checkpointed <= WAL_TRIM_LAG_FRAMES) {
-      raw.pragma(`busy_timeout = ${WAL_TRIM_WAIT_MS}`);
-      try {
-        const [truncate] = raw.pragma('wal_checkpoint(TRUNCATE)') as Checkpoint[];
-        outcome = truncate?.busy === 0 ? 'emptied' : 'busy';
-      } finally {
-        raw.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
-      }
+    // One row, always.
+    const [passive] = raw.pragma('wal_checkpoint(PASSIVE)') as [Checkpoint];
+    // busy: another process is checkpointing; a long tail: a reader on an old snapshot.
+    if (passive.busy !== 0 || passive.log - passive.checkpointed > WAL_TRIM_LAG_FRAMES) {
+      pause(false);
+      return 'behind';
     }
-    pauseMs =
-      outcome === 'emptied' ? 0 : Math.min(Math.max(pauseMs * 2, WAL_CHECK_MS), WAL_TRIM_MAX_PAUSE_MS);
-    pausedUntil = Date.now() + pauseMs;
-    return outcome;
+    raw.pragma(`busy_timeout = ${WAL_TRIM_WAIT_MS}`);
+    try {
+      const [truncate] = raw.pragma('wal_checkpoint(TRUNCATE)') as [Checkpoint];
+      const emptied = truncate.busy === 0;
+      pause(!emptied);
+      return emptied ? 'emptied' : 'busy';
+    } finally {
+      raw.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    }
   };
   const timer =
     holder === undefined
@@ -128,8 +137,9 @@ export function openSqlite(
           try {
             trimWal();
           } catch (err) {
-            // Not a lock (SQLite reports those as busy): an I/O error, a full disk. Said on stderr;
-            // the statements that meet it report it too.
+            // Not a lock (SQLite reports those as busy): an I/O error, a full disk. Said on stderr
+            // (the statements that meet it report it too), and tried again less and less often.
+            pause(true);
             process.emitWarning(`SQLite WAL trim of ${file} failed: ${(err as Error).message}`);
           }
         }, wal.checkMs ?? WAL_CHECK_MS);
