@@ -24,6 +24,7 @@ import { installJsonBody } from './http/json-body.ts';
 import { installMetrics } from './http/metrics.ts';
 import { installOpenApi } from './http/openapi.ts';
 import { installRateLimit } from './http/rate-limit.ts';
+import { installResponseBatching } from './http/response-batching.ts';
 import { ErrorBody } from './http/schemas.ts';
 import './http/types.ts';
 import { createValidatorCompiler, refuseUndeclaredInput } from './http/validation.ts';
@@ -113,6 +114,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as FastifyInstance;
 
   app.decorate('ctx', ctx);
+  installResponseBatching(app);
   const validatorCompiler = createValidatorCompiler();
   app.setValidatorCompiler(((route) =>
     lazily(() => validatorCompiler(route) as Compiled)) as FastifySchemaCompiler<FastifySchema>);

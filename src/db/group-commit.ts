@@ -2,6 +2,7 @@
 // flush of FTS5's pending terms) acknowledges many writes. Durability is unchanged: every write
 // resolves only after the COMMIT that holds it has returned, with WAL and synchronous=FULL.
 import type { Kysely } from 'kysely';
+import { releaseHeldWrites } from '../lib/held-writes.ts';
 import type { DB, Db } from './types.ts';
 
 /** Work done once per batch, just before its COMMIT (see `beforeCommit`). */
@@ -104,6 +105,8 @@ export function groupCommit(db: Kysely<DB>): <T>(fn: (trx: Db) => Promise<T>) =>
   const drain = async () => {
     scheduled = false;
     draining = true;
+    // The COMMIT's fsync takes a while: answers already finished go out first.
+    releaseHeldWrites();
     try {
       while (queue.length > 0) {
         const jobs = queue.slice(0, MAX_BATCH);

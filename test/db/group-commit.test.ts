@@ -8,10 +8,12 @@ import { sql } from 'kysely';
 import { type Database, migrate, openDatabase } from '../../src/db/database.ts';
 import { asBatch, beforeCommit, groupCommit, inBatch, MAX_BATCH } from '../../src/db/group-commit.ts';
 import type { Db } from '../../src/db/types.ts';
+import { holdWritesPerTurn } from '../../src/lib/held-writes.ts';
 import { insertDataObject } from '../../src/modules/data/repo.ts';
 import { indexDataObject } from '../../src/search/search-index.ts';
 import { describeEachDatabase } from '../helpers/harness.ts';
 import { dataRow } from '../helpers/rows.ts';
+import { dispatched, loopbackPair } from '../helpers/sockets.ts';
 
 /** A scratch table on a migrated SQLite file, written through `groupCommit`. */
 describe('group commit (SQLite)', () => {
@@ -33,6 +35,25 @@ describe('group commit (SQLite)', () => {
   after(async () => {
     await database.close();
     fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('sends the writes held in its turn (finished answers) before its transaction and COMMIT', async () => {
+    const pair = await loopbackPair();
+    try {
+      let sentBefore = -1;
+      // Queued first, so the group runs before the turn's end would release the held answer.
+      const written = write(async (trx) => {
+        sentBefore = dispatched(pair.server);
+        await put('held')(trx);
+      });
+      holdWritesPerTurn(pair.server, 60_000);
+      pair.server.write('answer');
+      assert.equal(dispatched(pair.server), 0, 'precondition: the answer is held');
+      await written;
+      assert.equal(sentBefore, 6);
+    } finally {
+      pair.close();
+    }
   });
 
   it('runs the writes queued in one event-loop turn in one transaction', async () => {

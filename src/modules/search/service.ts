@@ -2,6 +2,7 @@ import type { Static } from 'typebox';
 import type { AppContext } from '../../context.ts';
 import { offsetOf } from '../../http/envelope.ts';
 import { AppError, invalidField } from '../../http/errors.ts';
+import { releaseHeldWrites } from '../../lib/held-writes.ts';
 import {
   buildExcerpt,
   compileExcerptTerms,
@@ -72,6 +73,8 @@ export async function searchData(
   accountId: string,
   input: SearchInput & { page: number; limit: number },
 ): Promise<{ results: SearchResultOut[]; total: number; incomplete: boolean }> {
+  // A search can run long, synchronously on SQLite: answers already finished go out first.
+  releaseHeldWrites();
   const ast = parse(input.q);
   const patterns = vocabularyPatterns(ast);
   if (patterns.length > MAX_EXPANDED_PATTERNS) {
