@@ -77,6 +77,8 @@ export function groupCommit(db: Kysely<DB>): <T>(fn: (trx: Db) => Promise<T>) =>
   let draining = false;
 
   const runAlone = async (job: Job) => {
+    // After a failed batch its writes run one by one, each with its own fsync.
+    releaseHeldWrites();
     try {
       job.resolve(await db.transaction().execute(job.fn));
     } catch (err) {
@@ -105,16 +107,21 @@ export function groupCommit(db: Kysely<DB>): <T>(fn: (trx: Db) => Promise<T>) =>
   const drain = async () => {
     scheduled = false;
     draining = true;
-    // The COMMIT's fsync takes a while: answers already finished go out first.
-    releaseHeldWrites();
     try {
       while (queue.length > 0) {
         const jobs = queue.slice(0, MAX_BATCH);
         queue = queue.slice(jobs.length);
+        // A COMMIT's fsync takes a while: answers already finished (this turn's reads, the last
+        // batch's writes) go out first.
+        releaseHeldWrites();
         await runBatch(jobs);
       }
     } finally {
       draining = false;
+      // This runs in the check phase, after the turn's own release: the last batch's answers,
+      // written as its callers' promise chains run out, go now rather than a turn later (a tick
+      // runs once the microtasks are done).
+      process.nextTick(releaseHeldWrites);
     }
   };
 

@@ -1,6 +1,10 @@
 import type { Socket } from 'node:net';
 
-/** The longest a held write waits for the others of its turn (a turn of slow requests). */
+/**
+ * How long the oldest held write may have waited when another connection's is about to be held:
+ * past it, the held ones go out first. It bounds the wait only where writes follow each other;
+ * long synchronous work between them calls `releaseHeldWrites` itself (searches, group commits).
+ */
 export const HOLD_MS = 1;
 
 type WriteFn = (this: Socket, ...args: never[]) => void;
@@ -19,6 +23,36 @@ let heldSince = 0;
 let scheduled = false;
 let releasing = false;
 
+const schedule = () => {
+  if (scheduled) return;
+  scheduled = true;
+  setImmediate(endOfTurn);
+};
+
+/**
+ * Makes the writes `batch` holds, in order. A released write's callback can start the stream's
+ * next write at once (`releasing`): that one goes out now too. If a callback throws, the
+ * connections not yet released are held again, to go out at the turn's end, and the error goes on.
+ */
+function release(batch: HoldState[]): void {
+  const outer = releasing;
+  releasing = true;
+  let i = 0;
+  try {
+    for (; i < batch.length; i++) {
+      const state = batch[i]!;
+      while (state.pending.length > 0) state.pending.shift()!();
+      state.holding = false;
+    }
+  } finally {
+    releasing = outer;
+    if (i < batch.length) {
+      held.push(...batch.slice(i));
+      schedule();
+    }
+  }
+}
+
 /**
  * Makes every held write now. Long synchronous work calls it first (a search, a group commit's
  * COMMIT), so that the answers finished before it are not kept for its whole run.
@@ -27,39 +61,13 @@ export function releaseHeldWrites(): void {
   if (held.length === 0) return;
   const batch = held;
   held = [];
-  // A released write's callback can start the stream's next write at once: that one goes out now.
-  releasing = true;
-  try {
-    for (const state of batch) {
-      state.holding = false;
-      const writes = state.pending;
-      state.pending = [];
-      for (const write of writes) write();
-    }
-  } finally {
-    releasing = false;
-  }
+  release(batch);
 }
 
-/** Makes one connection's held writes now (it is being destroyed: what was written still goes). */
-function releaseOne(state: HoldState): void {
-  if (!state.holding) return;
-  held.splice(held.indexOf(state), 1);
-  state.holding = false;
-  const writes = state.pending;
-  state.pending = [];
-  releasing = true;
-  try {
-    for (const write of writes) write();
-  } finally {
-    releasing = false;
-  }
-}
-
-const endOfTurn = () => {
+function endOfTurn(): void {
   scheduled = false;
   releaseHeldWrites();
-};
+}
 
 /** Whether a write on this connection is to wait for the turn's end (and now waits). */
 function hold(state: HoldState): boolean {
@@ -70,10 +78,7 @@ function hold(state: HoldState): boolean {
   if (held.length === 0) heldSince = now;
   state.holding = true;
   held.push(state);
-  if (!scheduled) {
-    scheduled = true;
-    setImmediate(endOfTurn);
-  }
+  schedule();
   return true;
 }
 
@@ -84,10 +89,10 @@ function hold(state: HoldState): boolean {
  *
  * The hold is in the stream: a Writable makes one `_write`/`_writev` call at a time, and the
  * connection's first call of a turn waits until the turn ends, its callback with it, so the
- * stream's own order (`end()` after the data, the next write after this one) is kept. A write
- * waits at most `holdMs` for the rest of its turn counted from the oldest held one, checked as each
- * connection's first write of the turn is held; long synchronous work between writes calls
- * `releaseHeldWrites` itself. A connection destroyed while it holds a write makes it first.
+ * stream's own order (`end()` after the data, the next write after this one) is kept. A write made
+ * in the check phase itself (after the turn's release) waits for the next one. `destroy()` on a
+ * connection that holds a write makes it first, and what is queued behind it, as an unheld stream
+ * would have sent them (an answer to unparseable HTTP is written and destroyed at once).
  */
 export function holdWritesPerTurn(socket: Socket, holdMs = HOLD_MS): void {
   const state: HoldState = { holding: false, pending: [], holdMs };
@@ -99,14 +104,13 @@ export function holdWritesPerTurn(socket: Socket, holdMs = HOLD_MS): void {
       else original.apply(this, args);
     };
   }
-  // A write followed at once by destroy() (an answer to unparseable HTTP, then the close) still
-  // goes out, as it would have unheld: the held write is made before the socket lets go.
-  const sd = socket as unknown as {
-    _destroy: (this: Socket, err: Error | null, cb: (err?: Error | null) => void) => void;
-  };
-  const destroy = sd._destroy;
-  sd._destroy = function (this: Socket, err, cb) {
-    releaseOne(state);
-    destroy.call(this, err, cb);
+  const destroy = socket.destroy;
+  socket.destroy = function (this: Socket, ...args: Parameters<Socket['destroy']>) {
+    if (state.holding && !this.destroyed) {
+      const at = held.indexOf(state);
+      if (at !== -1) held.splice(at, 1);
+      release([state]);
+    }
+    return destroy.apply(this, args);
   };
 }

@@ -56,6 +56,20 @@ describe('group commit (SQLite)', () => {
     }
   });
 
+  it("sends its writes' answers in the turn it commits them, not a turn later", async () => {
+    const pair = await loopbackPair();
+    try {
+      holdWritesPerTurn(pair.server, 60_000);
+      // The caller answers once its write has committed, as a route does.
+      await write(put('answered')).then(() => pair.server.write('answer'));
+      // Still within the group's turn: a tick queued now runs after the group's own ticks.
+      await new Promise((resolve) => process.nextTick(resolve));
+      assert.equal(dispatched(pair.server), 6);
+    } finally {
+      pair.close();
+    }
+  });
+
   it('runs the writes queued in one event-loop turn in one transaction', async () => {
     await sql`DELETE FROM gc_probe`.execute(database.db);
     const seen: Db[] = [];

@@ -133,20 +133,23 @@ describe('responses finished in one event-loop turn are written together', () =>
     await app.close();
     await slowApp.close();
   });
-  const reset = () => {
-    seen = [];
-    endOfTurn = [];
+  /**
+   * Sends one request per path, each on a connection of its own, all in one tick, and returns
+   * the answers once the server has read them all in one turn. A loaded machine can deliver one
+   * a turn late (loopback traffic handed to ksoftirqd): that round is sent again, up to 5 times.
+   */
+  const servedTogether = async (server: FastifyInstance, paths: string[]): Promise<string[]> => {
+    for (let round = 0; round < 5; round++) {
+      seen = [];
+      endOfTurn = [];
+      const answers = await sendTogether(await connections(server.server, paths.length), paths);
+      if (seen.length === paths.length && seen.every((e) => e.turn === seen[0]!.turn)) return answers;
+    }
+    assert.fail('the requests were never served in one turn');
   };
 
   it('a response waits for the end of its turn, beside the others of that turn, then all are sent', async () => {
-    reset();
-    const sockets = await connections(app.server, 3);
-    const answers = await sendTogether(sockets, ['/t?id=a', '/t?id=b', '/t?id=c']);
-    assert.equal(seen.length, 3);
-    assert.ok(
-      seen.every((e) => e.turn === seen[0]!.turn),
-      'precondition: the three requests were served in one turn',
-    );
+    const answers = await servedTogether(app, ['/t?id=a', '/t?id=b', '/t?id=c']);
     assert.deepEqual(
       seen.map((e) => e.ownHeld),
       [true, true, true],
@@ -169,11 +172,8 @@ describe('responses finished in one event-loop turn are written together', () =>
   });
 
   it(`a turn of slow requests holds no response longer than ${HOLD_MS} ms past its finish and the next's`, async () => {
-    reset();
-    const sockets = await connections(slowApp.server, 2);
     const busy = HOLD_MS * 3;
-    const answers = await sendTogether(sockets, [`/t?id=a&busy=${busy}`, `/t?id=b&busy=${busy}`]);
-    assert.equal(seen[0]!.turn, seen[1]!.turn, 'precondition: both requests were served in one turn');
+    const answers = await servedTogether(slowApp, [`/t?id=a&busy=${busy}`, `/t?id=b&busy=${busy}`]);
     assert.equal(seen[0]!.ownHeld, true, 'the first is held when it is finished');
     assert.deepEqual(seen[1]!.othersHeld, [false], 'the first went out when the second was finished');
     assert.equal(seen[1]!.ownHeld, true, 'the second is held until the turn ends');
@@ -184,10 +184,7 @@ describe('responses finished in one event-loop turn are written together', () =>
   });
 
   it('a connection destroyed while its response is held sends it first, and the others are undisturbed', async () => {
-    reset();
-    const sockets = await connections(app.server, 2);
-    const answers = await sendTogether(sockets, ['/t?id=a&destroy=1', '/t?id=b']);
-    assert.equal(seen[0]!.turn, seen[1]!.turn, 'precondition: both requests were served in one turn');
+    const answers = await servedTogether(app, ['/t?id=a&destroy=1', '/t?id=b']);
     assert.equal(seen[0]!.ownHeld, true, 'precondition: the answer was held when the socket was destroyed');
     // As unheld: an answer written and then destroyed at once (as for unparseable HTTP) arrives.
     assert.match(answers[0]!, /^HTTP\/1\.1 200 /);
@@ -257,8 +254,8 @@ describeEachDatabase('the service batches its responses', (h) => {
   before(() => h.app.listen({ host: '127.0.0.1', port: 0 }));
 
   it('a response finished in a turn is still held when the next request of that turn arrives', async () => {
+    let arrivals: { turn: object; socket: Socket; earlierHeld: boolean[] }[] = [];
     const turn = turnMarker();
-    const arrivals: { turn: object; socket: Socket; earlierHeld: boolean[] }[] = [];
     const onRequest = (req: { socket: Socket }) => {
       arrivals.push({
         turn: turn(),
@@ -268,10 +265,15 @@ describeEachDatabase('the service batches its responses', (h) => {
     };
     h.app.server.prependListener('request', onRequest);
     try {
-      const sockets = await connections(h.app.server, 2);
       // Unknown paths outside /v1 are answered without the database, so within the request's turn.
-      const answers = await sendTogether(sockets, ['/no-such-path-a', '/no-such-path-b']);
-      assert.equal(arrivals.length, 2);
+      // A round whose two requests were read in different turns (a loaded machine) is sent again.
+      let answers: string[] = [];
+      for (let round = 0; round < 5; round++) {
+        arrivals = [];
+        const sockets = await connections(h.app.server, 2);
+        answers = await sendTogether(sockets, ['/no-such-path-a', '/no-such-path-b']);
+        if (arrivals.length === 2 && arrivals[0]!.turn === arrivals[1]!.turn) break;
+      }
       assert.equal(
         arrivals[0]!.turn,
         arrivals[1]!.turn,
@@ -289,6 +291,17 @@ describeEachDatabase('the service batches its responses', (h) => {
     } finally {
       h.app.server.removeListener('request', onRequest);
     }
+  });
+
+  it('an answer held, then unparseable HTTP on the same connection: both answers arrive (404, then 400)', async () => {
+    const [socket] = await connections(h.app.server, 1);
+    const received = answer(socket!);
+    // One packet: a request the service answers (held), then bytes Node cannot parse, whose 400 is
+    // written behind it just before the connection is destroyed.
+    socket!.write('GET /no-such-path HTTP/1.1\r\nHost: localhost\r\n\r\nBLAH BLAH\r\n\r\n');
+    const data = await received;
+    const statuses = [...data.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => m[1]);
+    assert.deepEqual(statuses, ['404', '400'], data);
   });
 
   it('a search first sends the answers held in its turn (it can run long, synchronously on SQLite)', async () => {
