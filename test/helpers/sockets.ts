@@ -22,3 +22,16 @@ export async function loopbackPair(): Promise<{ server: Socket; client: Socket; 
     },
   };
 }
+
+/** Resolves with everything `socket` receives until it closes. */
+export function receivedUntilClose(socket: Socket): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let data = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk) => {
+      data += chunk;
+    });
+    socket.on('error', reject);
+    socket.on('close', () => resolve(data));
+  });
+}

@@ -13,7 +13,7 @@ import { HOLD_MS, holdWritesPerTurn } from '../../src/lib/held-writes.ts';
 import { loadTls } from '../../src/lib/tls.ts';
 import { searchData } from '../../src/modules/search/service.ts';
 import { describeEachDatabase } from '../helpers/harness.ts';
-import { dispatched, loopbackPair } from '../helpers/sockets.ts';
+import { dispatched, loopbackPair, receivedUntilClose } from '../helpers/sockets.ts';
 
 /**
  * Opens `count` connections to `server` and resolves once the server has taken them all and is
@@ -45,25 +45,12 @@ async function connections(server: Server, count: number): Promise<Socket[]> {
   return sockets;
 }
 
-/** Resolves with everything `socket` receives until the server closes it. */
-function answer(socket: Socket): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let data = '';
-    socket.setEncoding('utf8');
-    socket.on('data', (chunk) => {
-      data += chunk;
-    });
-    socket.on('error', reject);
-    socket.on('close', () => resolve(data));
-  });
-}
-
 /**
  * Sends one request on each socket in the same tick: each is in the kernel before the server
  * polls again, so the server reads them all in one event-loop turn.
  */
 function sendTogether(sockets: Socket[], paths: string[]): Promise<string[]> {
-  const answers = sockets.map(answer);
+  const answers = sockets.map(receivedUntilClose);
   sockets.forEach((socket, i) => {
     socket.write(`GET ${paths[i]} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`);
   });
@@ -295,7 +282,7 @@ describeEachDatabase('the service batches its responses', (h) => {
 
   it('an answer held, then unparseable HTTP on the same connection: both answers arrive (404, then 400)', async () => {
     const [socket] = await connections(h.app.server, 1);
-    const received = answer(socket!);
+    const received = receivedUntilClose(socket!);
     // One packet: a request the service answers (held), then bytes Node cannot parse, whose 400 is
     // written behind it just before the connection is destroyed.
     socket!.write('GET /no-such-path HTTP/1.1\r\nHost: localhost\r\n\r\nBLAH BLAH\r\n\r\n');

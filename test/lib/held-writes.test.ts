@@ -1,20 +1,7 @@
 import assert from 'node:assert/strict';
-import type { Socket } from 'node:net';
 import { describe, it } from 'node:test';
 import { holdWritesPerTurn, releaseHeldWrites } from '../../src/lib/held-writes.ts';
-import { dispatched, loopbackPair } from '../helpers/sockets.ts';
-
-/** Resolves with what `socket` receives until it closes. */
-function received(socket: Socket): Promise<string> {
-  return new Promise((resolve) => {
-    let data = '';
-    socket.setEncoding('utf8');
-    socket.on('data', (chunk) => {
-      data += chunk;
-    });
-    socket.on('close', () => resolve(data));
-  });
-}
+import { dispatched, loopbackPair, receivedUntilClose } from '../helpers/sockets.ts';
 
 const endOfTurn = () => new Promise((resolve) => setImmediate(resolve));
 
@@ -45,7 +32,7 @@ describe('writes held until the end of the turn', () => {
 
   it('destroy() on a connection holding a write sends it and the writes queued behind it first', async () => {
     const pair = await loopbackPair();
-    const data = received(pair.client);
+    const data = receivedUntilClose(pair.client);
     holdWritesPerTurn(pair.server, 60_000);
     pair.server.write('first ');
     pair.server.write('second');
