@@ -35,6 +35,7 @@ export const EnvSchema = Type.Object({
   ),
   ADS_BODY_LIMIT: Type.Optional(Positive),
   ADS_SQLITE_CACHE_MB: Type.Optional(Positive),
+  ADS_HEAP_GROWTH_PERCENT: Type.Optional(Type.String({ pattern: '^[0-9]{1,4}$' })),
   ADS_LOG_LEVEL: Type.Optional(Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])),
   ADS_AUTH_FAILURES_PER_MINUTE: Type.Optional(Positive),
 });
@@ -84,6 +85,12 @@ export const originOf = (scheme: 'http' | 'https', host: string, port: number): 
 /** SQLite page cache in MiB when ADS_SQLITE_CACHE_MB is not set (SQLite's own default is 2). */
 export const SQLITE_CACHE_MB = 64;
 
+/**
+ * ADS_HEAP_GROWTH_PERCENT when it is not set: how far the JavaScript heap grows past what survived a
+ * full collection before the next one (src/lib/heap-growth.ts; V8's own choice is up to 300).
+ */
+export const HEAP_GROWTH_PERCENT = 50;
+
 export interface Config {
   dataDir: string;
   database: DatabaseConfig;
@@ -103,6 +110,8 @@ export interface Config {
   bodyLimit: number;
   logLevel: string;
   authFailuresPerMinute: number;
+  /** Set by the `ads` command before it runs (src/lib/heap-growth.ts); 0: V8's own choice. */
+  heapGrowthPercent: number;
 }
 
 /** A setting that stops start-up; its message is the one line an operator sees. */
@@ -188,6 +197,7 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
     bodyLimit: Number(e.ADS_BODY_LIMIT ?? 10 * 1024 * 1024),
     logLevel: e.ADS_LOG_LEVEL ?? 'info',
     authFailuresPerMinute: Number(e.ADS_AUTH_FAILURES_PER_MINUTE ?? 20),
+    heapGrowthPercent: Number(e.ADS_HEAP_GROWTH_PERCENT ?? HEAP_GROWTH_PERCENT),
   };
   return Object.freeze(config);
 }

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.ts';
 import { migrate, openDatabase, progressEvery } from '../db/database.ts';
+import { setHeapGrowth } from '../lib/heap-growth.ts';
 import { createLogger, flushStderrLogs } from '../lib/logger.ts';
 import { reindexSearch } from '../search/reindex.ts';
 import { accountsCommand } from './accounts.ts';
@@ -34,6 +35,8 @@ async function main(argv: string[]): Promise<number> {
     return command ? 0 : 2;
   }
   const config = loadConfig(process.env);
+  // Before anything is loaded or served: the first full collection already uses it.
+  setHeapGrowth(config.heapGrowthPercent);
   const logger = createLogger(config.logLevel);
   switch (command) {
     case 'serve':
