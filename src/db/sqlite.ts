@@ -7,7 +7,7 @@ import { SQLITE_CACHE_MB } from '../config.ts';
 const STATEMENT_CACHE_SIZE = 256;
 
 /** A WAL file larger than this is checkpointed and truncated (see `trimWal`). */
-export const WAL_LIMIT_BYTES = 64 * 1024 * 1024;
+const WAL_LIMIT_BYTES = 64 * 1024 * 1024;
 /** How often each process looks at the WAL file's size. */
 const WAL_CHECK_MS = 2_000;
 /** How long a trim waits for other processes' readers to move on before it gives up for a while. */

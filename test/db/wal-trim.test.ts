@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
 import BetterSqlite3 from 'better-sqlite3';
 import { openSqlite } from '../../src/db/sqlite.ts';
@@ -154,6 +155,36 @@ describe('SQLite WAL trimmed past its limit', () => {
       // The connection waits on locks for as long as before.
       assert.equal(db.raw.pragma('busy_timeout', { simple: true }), 5000);
     }));
+
+  it('pauses its timer after a TRUNCATE that waited in vain, then empties the WAL once the reader lets go', async () => {
+    const { file, db } = open('pause.sqlite', 20);
+    const reader = new BetterSqlite3(file);
+    // Counts the TRUNCATE checkpoints the timer runs (each waits 50 ms for a reader that stays).
+    let truncates = 0;
+    const pragma = db.raw.pragma.bind(db.raw);
+    db.raw.pragma = ((source: string, options?: BetterSqlite3.PragmaOptions) => {
+      if (source === 'wal_checkpoint(TRUNCATE)') truncates++;
+      return pragma(source, options);
+    }) as typeof db.raw.pragma;
+    try {
+      write(db.raw, 2);
+      // Current (nothing written since), so a TRUNCATE waits for it, and it does not let go.
+      reader.exec('begin');
+      reader.prepare('select count(*) from t').get();
+      await waitUntil('a TRUNCATE tried', () => truncates > 0);
+      // Without the pause the 20 ms timer would try again about every 70 ms, holding up writers each
+      // time; with it, the next try comes after 2 s.
+      await sleep(700);
+      assert.equal(truncates, 1);
+      assert.ok(walBytes(file) > MiB);
+      reader.exec('commit');
+      await waitUntil('the WAL emptied after the pause', () => walBytes(file) === 0);
+      assert.equal(truncates, 2);
+    } finally {
+      reader.close();
+      db.close();
+    }
+  });
 
   it('checks on its own timer, so a process that only reads trims what another wrote', async () => {
     const { file, db } = open('timer.sqlite', 20);
