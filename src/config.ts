@@ -86,8 +86,9 @@ export const originOf = (scheme: 'http' | 'https', host: string, port: number): 
 export const SQLITE_CACHE_MB = 64;
 
 /**
- * ADS_HEAP_GROWTH_PERCENT when it is not set: how far the JavaScript heap grows past what survived a
- * full collection before the next one (src/lib/heap-growth.ts; V8's own choice is up to 300).
+ * ADS_HEAP_GROWTH_PERCENT when it is not set: how far the JavaScript heap of `ads serve` and `ads
+ * worker` grows past what survived a full collection before the next one (src/lib/heap-growth.ts;
+ * V8's own choice is up to 300). The setting takes 10 to 300, or 0 for V8's own choice.
  */
 export const HEAP_GROWTH_PERCENT = 50;
 
@@ -110,7 +111,7 @@ export interface Config {
   bodyLimit: number;
   logLevel: string;
   authFailuresPerMinute: number;
-  /** Set by the `ads` command before it runs (src/lib/heap-growth.ts); 0: V8's own choice. */
+  /** Set by `ads serve` and `ads worker` as they start (src/lib/heap-growth.ts); 0: V8's own choice. */
   heapGrowthPercent: number;
 }
 
@@ -143,6 +144,15 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
   const dataDir = path.resolve(cwd, e.ADS_DATA_DIR ?? './var');
   const port = Number(e.ADS_PORT ?? 8443);
   if (port > 65535) throw invalidSetting('ADS_PORT', e.ADS_PORT ?? '', 'above 65535');
+  const heapGrowthPercent = Number(e.ADS_HEAP_GROWTH_PERCENT ?? HEAP_GROWTH_PERCENT);
+  if (heapGrowthPercent !== 0 && (heapGrowthPercent < 10 || heapGrowthPercent > 300)) {
+    // Below 10 a full collection would follow every few MB; above 300 is more than V8 itself allows.
+    throw invalidSetting(
+      'ADS_HEAP_GROWTH_PERCENT',
+      e.ADS_HEAP_GROWTH_PERCENT ?? '',
+      'must be 0 or from 10 to 300',
+    );
+  }
   if (Boolean(e.ADS_TLS_CERT) !== Boolean(e.ADS_TLS_KEY)) {
     throw new ConfigError('Invalid setting ADS_TLS_CERT/ADS_TLS_KEY: set both or neither.');
   }
@@ -197,7 +207,7 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
     bodyLimit: Number(e.ADS_BODY_LIMIT ?? 10 * 1024 * 1024),
     logLevel: e.ADS_LOG_LEVEL ?? 'info',
     authFailuresPerMinute: Number(e.ADS_AUTH_FAILURES_PER_MINUTE ?? 20),
-    heapGrowthPercent: Number(e.ADS_HEAP_GROWTH_PERCENT ?? HEAP_GROWTH_PERCENT),
+    heapGrowthPercent,
   };
   return Object.freeze(config);
 }

@@ -35,15 +35,16 @@ async function main(argv: string[]): Promise<number> {
     return command ? 0 : 2;
   }
   const config = loadConfig(process.env);
-  // Before anything is loaded or served: the first full collection already uses it.
-  setHeapGrowth(config.heapGrowthPercent);
   const logger = createLogger(config.logLevel);
   switch (command) {
     case 'serve':
       parseArgs({ args: rest, options: {} });
+      // The long-running commands, before their first full collection (src/lib/heap-growth.ts).
+      setHeapGrowth(config.heapGrowthPercent);
       return serveCommand(config, logger);
     case 'worker':
       parseArgs({ args: rest, options: {} });
+      setHeapGrowth(config.heapGrowthPercent);
       return workerCommand(config, logger);
     case 'migrate': {
       parseArgs({ args: rest, options: {} });

@@ -33,13 +33,18 @@ export interface ServeProcess {
 
 /**
  * Starts `ads serve` on a free port and resolves once it logs that it is listening. `entry`: the
- * script to run instead of bin/ads.js (the start-up bundle itself, say).
+ * script to run instead of bin/ads.js (the start-up bundle itself, say). With `command: 'worker'`
+ * it starts `ads worker` instead and resolves once its workers started (`url` is then empty).
  */
 export async function startServe(
   env: Record<string, string>,
-  { timeoutMs = 60_000, entry = BIN }: { timeoutMs?: number; entry?: string } = {},
+  {
+    timeoutMs = 60_000,
+    entry = BIN,
+    command = 'serve',
+  }: { timeoutMs?: number; entry?: string; command?: 'serve' | 'worker' } = {},
 ): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [entry, 'serve'], {
+  const child = spawn(process.execPath, [entry, command], {
     env: { ...process.env, ADS_PORT: '0', ADS_LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -58,6 +63,11 @@ export async function startServe(
     }, timeoutMs);
     child.stderr?.on('data', (d) => {
       err += d;
+      // `ads worker` serves nothing: ready when it logs that its workers started.
+      if (command === 'worker' && /"msg":"worker started"/.test(err)) {
+        clearTimeout(timer);
+        resolve('');
+      }
     });
     child.stdout?.on('data', () => {
       const m = /^Serving (https?:\/\/\S+)\/v1$/m.exec(out);
