@@ -23,20 +23,19 @@ export function heapGrowthApplies(percent: number, execArgv: readonly string[], 
  * Sets how far V8 lets the JavaScript heap grow past what survived a full collection before it
  * runs the next one: `percent` of the survivors (50: to 1.5 times them), where heapGrowthApplies
  * says so. The server keeps about 30 MB alive (code, caches, prepared statements), and nearly all
- * of a request's allocations die young; but under load about 1 KB a request outlives two
- * young-generation collections and piles up in the old generation until the next full one, so
+ * of a request's allocations die young; but under load a few hundred bytes a request outlive two
+ * young-generation collections and pile up in the old generation until the next full one, so
  * with V8's choice a busy process carried up to about 100 MB of garbage (docs/deployment.md,
- * "Memory"). Returns whether it set the flag.
+ * "Memory").
  *
  * V8 reads the flag each time it sets the next limit, so setting it after start-up takes effect
  * from the next full collection on. The flag replaces V8's whole choice, its smaller factors for
  * an idle process (the memory reducer) and near the heap limit included.
  */
-export function setHeapGrowth(percent: number): boolean {
+export function setHeapGrowth(percent: number): void {
   if (!Number.isInteger(percent) || percent < 0) {
     throw new RangeError(`heap growth must be a whole percentage of 0 or more, not ${percent}`);
   }
-  if (!heapGrowthApplies(percent, process.execArgv, v8.getHeapStatistics().heap_size_limit)) return false;
+  if (!heapGrowthApplies(percent, process.execArgv, v8.getHeapStatistics().heap_size_limit)) return;
   v8.setFlagsFromString(`--heap-growing-percent=${percent}`);
-  return true;
 }

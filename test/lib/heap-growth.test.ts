@@ -11,6 +11,11 @@ import { runAds, startServe } from '../helpers/process.ts';
 
 const MODULE = pathToFileURL(path.resolve(import.meta.dirname, '../../src/lib/heap-growth.ts')).href;
 const GiB = 1024 * 1024 * 1024;
+/**
+ * The heap limit of a machine with 16 GB of memory, under which V8 grows the heap up to 4 times and
+ * the setting applies, whatever memory the machine running the tests has.
+ */
+const BIG_HEAP = ['--max-old-space-size=4096'];
 
 /**
  * A process that keeps about 30 MB alive and churns objects that live long enough to reach the old
@@ -36,7 +41,16 @@ console.log(JSON.stringify({ peak, kept: live.length + ring.length }));
 function churnPeak(percent: number): number {
   const res = spawnSync(
     process.execPath,
-    ['--single-threaded-gc', '--import', 'tsx', '--input-type=module', '-e', CHURN, String(percent)],
+    [
+      ...BIG_HEAP,
+      '--single-threaded-gc',
+      '--import',
+      'tsx',
+      '--input-type=module',
+      '-e',
+      CHURN,
+      String(percent),
+    ],
     { encoding: 'utf8', timeout: 60_000 },
   );
   assert.equal(res.status, 0, res.stderr);
@@ -68,7 +82,11 @@ describe('heap growth (ADS_HEAP_GROWTH_PERCENT)', () => {
   it('is set by ads serve and ads worker before they serve, and not by batch commands', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ads-heap-'));
     try {
-      const env = { ADS_DATA_DIR: dir, ADS_HEAP_GROWTH_PERCENT: '', NODE_OPTIONS: flagProbe(dir) };
+      const env = {
+        ADS_DATA_DIR: dir,
+        ADS_HEAP_GROWTH_PERCENT: '',
+        NODE_OPTIONS: [...BIG_HEAP, flagProbe(dir)].join(' '),
+      };
       const serve = await startServe(env);
       assert.equal(await serve.stop(), 0);
       assert.deepEqual(flagsSet(serve.stderr()), ['--heap-growing-percent=50']);
