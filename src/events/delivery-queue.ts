@@ -382,13 +382,24 @@ async function updateDeliveries(
  * makes a disable committing meanwhile wait for this transaction, which then fails this row
  * itself. Exclusive, not shared: two transactions each sharing it and then both disabling the
  * webhook would deadlock.
+ *
+ * On PostgreSQL a batch of successes and failures (no webhook to check or disable) still locks its
+ * webhooks, FOR KEY SHARE, which only a deletion of the webhook waits for (and waits behind): a
+ * deletion (deleteWebhook: the webhook row first, then its attempts and deliveries) therefore runs
+ * wholly before or wholly after this transaction. Without it, a deletion could read the attempts
+ * to remove before this transaction's insert committed and then delete the delivery after it,
+ * leaving an attempt row whose delivery is gone; or wait on one of this batch's deliveries while
+ * this batch waited on another it had already locked (a deadlock, one side's 500 or lost batch).
+ * SQLite serialises write transactions and needs no lock.
  */
 async function applyAll(trx: Db, dialect: Dialect, items: readonly Completion[]): Promise<boolean[]> {
   const written = new Array<boolean>(items.length).fill(false);
   if (items.length === 0) return written;
+  const checked = (o: AttemptOutcome) => o.status === 'pending' || o.disable !== undefined;
+  const exclusive = items.some(({ outcome }) => checked(outcome));
   const hookKeys = new Map<string, readonly [string, string]>();
   for (const { claim: c, outcome: o } of items) {
-    if (o.status === 'pending' || o.disable)
+    if (dialect === 'postgres' || checked(o))
       hookKeys.set(keyOf(c.account_id, c.webhook_id), [c.account_id, c.webhook_id]);
   }
   const disabled = new Set<string>();
@@ -399,7 +410,7 @@ async function applyAll(trx: Db, dialect: Dialect, items: readonly Completion[])
       .where(keysIn(dialect, [...hookKeys.values()]))
       .orderBy('account_id')
       .orderBy('id')
-      .$if(dialect === 'postgres', (q) => q.forUpdate())
+      .$if(dialect === 'postgres', (q) => (exclusive ? q.forUpdate() : q.forKeyShare()))
       .execute();
     for (const h of hooks) if (h.status === 'disabled') disabled.add(keyOf(h.account_id, h.id));
   }
