@@ -2,27 +2,20 @@ import assert from 'node:assert/strict';
 import net, { type AddressInfo } from 'node:net';
 import { before, it } from 'node:test';
 import { describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
+import { receivedUntilClose } from '../helpers/sockets.ts';
 
 /** Sends `head` (request line and headers, without the blank line) and reads the whole answer. */
-function raw(port: number, head: string): Promise<{ status: number; headers: string; body: string }> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1');
-    let data = '';
-    socket.setEncoding('utf8');
-    socket.on('data', (chunk) => {
-      data += chunk;
-    });
-    socket.on('error', reject);
-    socket.on('close', () => {
-      const at = data.indexOf('\r\n\r\n');
-      resolve({
-        status: Number(data.slice(9, 12)),
-        headers: data.slice(0, at).toLowerCase(),
-        body: data.slice(at + 4),
-      });
-    });
-    socket.write(`${head}\r\nConnection: close\r\n\r\n`);
-  });
+async function raw(port: number, head: string): Promise<{ status: number; headers: string; body: string }> {
+  const socket = net.connect(port, '127.0.0.1');
+  const received = receivedUntilClose(socket);
+  socket.write(`${head}\r\nConnection: close\r\n\r\n`);
+  const data = await received;
+  const at = data.indexOf('\r\n\r\n');
+  return {
+    status: Number(data.slice(9, 12)),
+    headers: data.slice(0, at).toLowerCase(),
+    body: data.slice(at + 4),
+  };
 }
 
 // Node answers an HTTP/1.1 request without Host, and an Expect it does not know, itself, with a
