@@ -111,7 +111,7 @@ export interface Config {
   bodyLimit: number;
   logLevel: string;
   authFailuresPerMinute: number;
-  /** Set by `ads serve` and `ads worker` as they start (src/lib/heap-growth.ts); 0: V8's own choice. */
+  /** Set by `ads serve`, `worker`, `migrate` and `reindex` as they start (src/lib/heap-growth.ts); 0: V8's own choice. */
   heapGrowthPercent: number;
 }
 

@@ -39,7 +39,8 @@ async function main(argv: string[]): Promise<number> {
   switch (command) {
     case 'serve':
       parseArgs({ args: rest, options: {} });
-      // The long-running commands, before their first full collection (src/lib/heap-growth.ts).
+      // The commands that run long or rewrite search entries, before their first full collection
+      // (src/lib/heap-growth.ts). backup copies pages and peaked the same either way.
       setHeapGrowth(config.heapGrowthPercent);
       return serveCommand(config, logger);
     case 'worker':
@@ -48,6 +49,7 @@ async function main(argv: string[]): Promise<number> {
       return workerCommand(config, logger);
     case 'migrate': {
       parseArgs({ args: rest, options: {} });
+      setHeapGrowth(config.heapGrowthPercent);
       const database = openDatabase(config.database);
       try {
         const applied = await migrate(database, {
@@ -63,6 +65,7 @@ async function main(argv: string[]): Promise<number> {
     }
     case 'reindex': {
       const { values } = parseArgs({ args: rest, options: { restart: { type: 'boolean' } } });
+      setHeapGrowth(config.heapGrowthPercent);
       const database = openDatabase(config.database);
       try {
         await migrate(database);
