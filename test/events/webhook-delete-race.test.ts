@@ -6,6 +6,7 @@ import { type Database, migrate, openDatabase } from '../../src/db/database.ts';
 import { type Completion, completeDeliveries } from '../../src/events/delivery-queue.ts';
 import { createAccount } from '../../src/modules/accounts/service.ts';
 import { deleteWebhook } from '../../src/modules/webhooks/repo.ts';
+import { latch } from '../helpers/concurrency.ts';
 import { createTestDatabase, postgresSkipReason } from '../helpers/databases.ts';
 
 const NOW = '2026-03-01T00:00:00.000Z';
@@ -96,31 +97,25 @@ describe('PostgreSQL: deleting a webhook while an outcome of its delivery is wri
 
     // A third transaction inserts the attempt row the outcome will write, and holds it uncommitted:
     // the outcome's transaction, having updated (and locked) its delivery, waits on that row's key.
-    let rollback!: () => void;
-    const rolledBack = new Promise<void>((resolve) => {
-      rollback = resolve;
-    });
-    let inserted!: () => void;
-    const holding = new Promise<void>((resolve) => {
-      inserted = resolve;
-    });
+    const rollback = latch();
+    const inserted = latch();
     const blocker = db
       .transaction()
       .execute(async (trx) => {
         await sql`INSERT INTO webhook_attempts (account_id, delivery_id, attempt, at, status_code, duration_ms)
           VALUES (${accountId}, 'del_race', 1, ${NOW}, 599, 1)`.execute(trx);
-        inserted();
-        await rolledBack;
+        inserted.open();
+        await rollback.opened;
         throw new Error('rolled back on purpose');
       })
       .catch((e: Error) => assert.equal(e.message, 'rolled back on purpose'));
-    await holding;
+    await inserted.opened;
 
     const outcome = completeDeliveries(db, 'postgres', [completion]);
     await until('the outcome waits on the held attempt row', async () => (await waiting()) === 1);
     const deletion = db.transaction().execute((trx) => deleteWebhook(trx, accountId, 'wh_race'));
     await until('the deletion waits too', async () => (await waiting()) === 2);
-    rollback();
+    rollback.open();
     await blocker;
     assert.deepEqual(await outcome, [true]);
     assert.equal(await deletion, true);

@@ -10,25 +10,28 @@ export async function whileOpen(
   second: () => Promise<unknown>,
   waitMs = 3000,
 ): Promise<'committed' | 'waiting'> {
-  let release!: () => void;
-  const gate = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  let reached!: () => void;
-  const atHold = new Promise<void>((resolve) => {
-    reached = resolve;
-  });
+  const gate = latch();
+  const atHold = latch();
   const one = first(() => {
-    reached();
-    return gate;
+    atHold.open();
+    return gate.opened;
   });
-  await atHold;
+  await atHold.opened;
   const two = second();
   const outcome = await Promise.race([
     two.then(() => 'committed' as const),
     sleep(waitMs).then(() => 'waiting' as const),
   ]);
-  release();
+  gate.open();
   await Promise.all([one, two]);
   return outcome;
+}
+
+/** A promise (`opened`) that resolves once `open` is called. */
+export function latch(): { opened: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { opened, open };
 }
