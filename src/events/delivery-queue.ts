@@ -370,7 +370,8 @@ async function updateDeliveries(
 
 /**
  * Writes outcomes set-wise: three statements of one shape for the whole batch whatever its size
- * (the rows travel as one JSON parameter, jsonRows), where one UPDATE and one INSERT per outcome
+ * (the rows travel as one JSON parameter, jsonRows; on SQLite a batch without a retry or a disable
+ * skips the first, having no webhook to check), where one UPDATE and one INSERT per outcome
  * made the PostgreSQL worker's round trips outweigh its sends (docs/benchmarks.md, "Webhooks").
  * Each is written only while its claim still holds. Results come back in the order of `items`.
  *
