@@ -1,5 +1,8 @@
 // The search index on SQLite: FTS5 rows written inside the caller's transaction, the ranked query,
 // and wildcard expansion through the account's vocabulary (and its words' trigrams, migration 0022).
+// Every LIMIT is written `+?`: SQLite compiles the value bound to a bare `LIMIT ?` into the program,
+// so binding it expires the statement and each search would parse and plan it again (docs/
+// benchmarks.md, "SQLite: LIMIT parameters of a search"; test/search/search-limit-params.test.ts).
 import { type RawBuilder, sql } from 'kysely';
 import { hotQuery } from '../db/database.ts';
 import { batchOf, beforeCommit } from '../db/group-commit.ts';
@@ -198,7 +201,7 @@ export function infixLookup(accountId: string, trigrams: string[], like: string,
     SELECT v.word FROM (${sql.join(sets, sql` INTERSECT `)}) t
     CROSS JOIN search_vocab v ON v.id = t.vocab_id
     WHERE v.account_id = ${accountId} AND v.word LIKE ${like}
-    ORDER BY v.docs DESC, v.word LIMIT ${max}`;
+    ORDER BY v.docs DESC, v.word LIMIT +${max}`;
 }
 
 /**
@@ -225,7 +228,7 @@ export async function expandPattern(
   const { rows } = await sql<{ word: string }>`
     SELECT word FROM search_vocab
     WHERE account_id = ${accountId} ${range} AND word LIKE ${like}
-    ORDER BY docs DESC, word LIMIT ${max}`.execute(db);
+    ORDER BY docs DESC, word LIMIT +${max}`.execute(db);
   return rows.map((r) => r.word);
 }
 
@@ -305,7 +308,7 @@ async function narrowed(
   const filters = filterMatch(q.filters, tag);
   if (filters === null) return fts;
   const { rows } = await sql<{ n: number }>`
-    SELECT count(*) AS n FROM (SELECT 1 FROM search_fts WHERE ${fts} LIMIT ${NARROW_ABOVE + 1})`.execute(db);
+    SELECT count(*) AS n FROM (SELECT 1 FROM search_fts WHERE ${fts} LIMIT +${NARROW_ABOVE + 1})`.execute(db);
   if (Number(rows[0]?.n ?? 0) <= NARROW_ABOVE) return fts;
   return sql`${fts} AND +search_fts.rowid IN (SELECT rowid FROM search_fts
     WHERE search_fts MATCH ${`${compileMatch(q.plan, tag)} AND ${filters}`}
@@ -335,7 +338,7 @@ async function searchFiltered(
     CROSS JOIN search_documents s ON s.doc = r.doc
     WHERE ${where}
     ORDER BY ${order}
-    LIMIT ${q.limit} OFFSET ${q.offset}`.execute(db);
+    LIMIT +${q.limit} OFFSET ${q.offset}`.execute(db);
   const shown = await resultRows(
     db,
     q.accountId,
@@ -407,7 +410,7 @@ async function searchByRelevance(
   }
   const { rows: page } = await sql<{ doc: number; score: number }>`
     SELECT r.doc AS doc, ${SCORE} AS score FROM (${ranked(fts)} ${only}) r
-    ORDER BY ${order} LIMIT ${q.limit} OFFSET ${q.offset}`.execute(db);
+    ORDER BY ${order} LIMIT +${q.limit} OFFSET ${q.offset}`.execute(db);
   const docs = page.map((r) => r.doc);
   // The page's ids and shown fields by key, in one statement.
   const { rows } =
@@ -454,7 +457,7 @@ async function phrasePage(
 ): Promise<SearchPage | null> {
   const { rows: matches } = await sql<{ doc: number }>`
     SELECT rowid AS doc FROM search_fts WHERE search_fts MATCH ${compileMatch(leaf, tag)}
-    AND rowid BETWEEN ${range[0]} AND ${range[1]} LIMIT ${phraseRankLimits.matches + 1}`.execute(db);
+    AND rowid BETWEEN ${range[0]} AND ${range[1]} LIMIT +${phraseRankLimits.matches + 1}`.execute(db);
   if (matches.length > phraseRankLimits.matches) return null;
   if (matches.length === 0) return { hits: [], total: 0 };
   // Each match's text as it was indexed (only when all of it is small enough to read here) and its
