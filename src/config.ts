@@ -86,9 +86,10 @@ export const originOf = (scheme: 'http' | 'https', host: string, port: number): 
 export const SQLITE_CACHE_MB = 64;
 
 /**
- * ADS_HEAP_GROWTH_PERCENT when it is not set: how far the JavaScript heap of `ads serve` and `ads
- * worker` grows past what survived a full collection before the next one (src/lib/heap-growth.ts;
- * V8's own choice is up to 300). The setting takes 10 to 300, or 0 for V8's own choice.
+ * ADS_HEAP_GROWTH_PERCENT when it is not set: how far the JavaScript heap of `ads serve`, `worker`,
+ * `migrate` and `reindex` grows past what survived a full collection before the next one
+ * (src/lib/heap-growth.ts; V8's own choice is up to 300). The setting takes 10 to 300, or 0 for
+ * V8's own choice.
  */
 export const HEAP_GROWTH_PERCENT = 50;
 
