@@ -10,7 +10,7 @@ import {
 } from '../modules/api-keys/repo.ts';
 import { effectiveScopes, parseScopes } from '../modules/api-keys/scopes.ts';
 import { hashSecret, looksLikeApiKey } from '../modules/api-keys/tokens.ts';
-import { AppError, forbidden, unauthorized } from './errors.ts';
+import { AppError, BAD_KEY_MESSAGE, forbidden, unauthorized } from './errors.ts';
 import type { AuthContext } from './types.ts';
 
 function bearer(request: FastifyRequest): string | null {
@@ -161,9 +161,9 @@ export function installAuth(app: FastifyInstance) {
     await throttled(client);
     const token = bearer(request);
     if (!token) return fail(client);
-    if (!looksLikeApiKey(token)) return fail(client, 'The API key is malformed, unknown or revoked.');
+    if (!looksLikeApiKey(token)) return fail(client, BAD_KEY_MESSAGE);
     const auth = await lookup(token);
-    if (!auth) return fail(client, 'The API key is malformed, unknown or revoked.');
+    if (!auth) return fail(client, BAD_KEY_MESSAGE);
     request.auth = auth;
   });
 }

@@ -60,3 +60,5 @@ export const forbidden = (message = 'The API key lacks the scope this call needs
 
 export const unauthorized = (message = 'A valid API key is required: Authorization: Bearer <key>.') =>
   new AppError('unauthorized', message, { headers: { 'www-authenticate': 'Bearer realm="ads"' } });
+/** The 401 of a key that is not (or no longer) usable: malformed, unknown, revoked, its user removed. */
+export const BAD_KEY_MESSAGE = 'The API key is malformed, unknown or revoked.';

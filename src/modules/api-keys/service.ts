@@ -1,11 +1,11 @@
 import type { AppContext } from '../../context.ts';
 import { readSnapshot } from '../../db/snapshot.ts';
 import type { Db } from '../../db/types.ts';
-import { AppError, forbidden, notFound } from '../../http/errors.ts';
+import { AppError, BAD_KEY_MESSAGE, forbidden, notFound, unauthorized } from '../../http/errors.ts';
 import type { AuthContext } from '../../http/types.ts';
 import { newId } from '../../lib/ids.ts';
 import { isoNow } from '../../lib/time.ts';
-import { findUser } from '../users/repo.ts';
+import { findUserForUpdate } from '../users/repo.ts';
 import {
   type ApiKeyRow,
   countActiveKeys,
@@ -48,7 +48,10 @@ export async function createKey(
   const excess = input.scopes.filter((s) => !auth.scopes.includes(s));
   if (excess.length > 0)
     throw forbidden(`A key cannot be given scopes the caller lacks: ${excess.join(', ')}.`);
-  return issueKey(ctx, auth.accountId, auth.userId, input);
+  // The caller's user removed since its key was checked: the key went with it.
+  return issueKey(ctx, auth.accountId, auth.userId, input, ctx.database.db, () =>
+    unauthorized(BAD_KEY_MESSAGE),
+  );
 }
 
 /**
@@ -57,42 +60,31 @@ export async function createKey(
  */
 export const MAX_ACTIVE_KEYS_PER_USER = 100;
 
-/** Creates a key row for a user and returns the key once (used by the API and by `ads keys create`). */
+/**
+ * Creates a key row for a user and returns the key once (used by the API and by `ads keys create`).
+ * The user is read inside the key's transaction (locked on PostgreSQL, where a concurrent removal or
+ * role change then waits, or is waited for), so a key is never made for a user removed meanwhile
+ * (the foreign key would fail as a 500) nor with the scopes of a role the user just lost. A user
+ * that is gone is `userGone()`: 404 naming the user by default; the API's caller, whose own user
+ * it was, gets the 401 of a revoked key (removing a user revokes their keys: decisions §4).
+ */
 export async function issueKey(
   ctx: Pick<AppContext, 'database' | 'clock'>,
   accountId: string,
   userId: string,
   input: { name?: string; scopes: readonly string[] },
   db: Db = ctx.database.db,
+  userGone: () => AppError = () => notFound('user', userId),
 ) {
-  const user = await findUser(db, accountId, userId);
-  if (!user) throw notFound('user', userId);
-  const granted = effectiveScopes(input.scopes, user.role);
-  if (granted.length !== new Set(input.scopes).size) {
-    throw new AppError('forbidden', `A ${user.role} cannot hold the scopes ${input.scopes.join(', ')}.`);
-  }
   const { key, hash, prefix } = generateApiKey();
-  const row: ApiKeyRow = {
-    account_id: accountId,
-    id: newId('apiKey'),
-    user_id: userId,
-    name: input.name ?? null,
-    key_hash: hash,
-    key_prefix: prefix,
-    scopes: formatScopes(granted),
-    created_at: isoNow(ctx.clock),
-    revoked_at: null,
-  };
   const insert = async (trx: Db) => {
-    // Serialises concurrent creates for one user so that the bound holds (SQLite serialises writers).
-    if (ctx.database.dialect === 'postgres') {
-      await trx
-        .selectFrom('users')
-        .select('id')
-        .where('account_id', '=', accountId)
-        .where('id', '=', userId)
-        .forUpdate()
-        .execute();
+    // Locked on PostgreSQL, which also serialises concurrent creates for one user so that the bound
+    // holds (SQLite serialises writers).
+    const user = await findUserForUpdate(trx, ctx.database.dialect, accountId, userId);
+    if (!user) throw userGone();
+    const granted = effectiveScopes(input.scopes, user.role);
+    if (granted.length !== new Set(input.scopes).size) {
+      throw new AppError('forbidden', `A ${user.role} cannot hold the scopes ${input.scopes.join(', ')}.`);
     }
     if ((await countActiveKeys(trx, accountId, userId)) >= MAX_ACTIVE_KEYS_PER_USER) {
       throw new AppError(
@@ -100,10 +92,21 @@ export async function issueKey(
         `A user can hold at most ${MAX_ACTIVE_KEYS_PER_USER} active API keys; revoke one before creating another.`,
       );
     }
+    const row: ApiKeyRow = {
+      account_id: accountId,
+      id: newId('apiKey'),
+      user_id: userId,
+      name: input.name ?? null,
+      key_hash: hash,
+      key_prefix: prefix,
+      scopes: formatScopes(granted),
+      created_at: isoNow(ctx.clock),
+      revoked_at: null,
+    };
     await insertApiKey(trx, row);
+    return row;
   };
-  if (db.isTransaction) await insert(db);
-  else await db.transaction().execute(insert);
+  const row = db.isTransaction ? await insert(db) : await db.transaction().execute(insert);
   return { ...toApiKey(row), key };
 }
 
