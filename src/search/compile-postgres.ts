@@ -31,6 +31,13 @@ export const RANK_WEIGHTS = '{0.1, 0.2, 0.4, 1.0}';
 
 /** PostgreSQL stores positions up to 16383 and at most 256 per lexeme. */
 const MAX_POSITION = 16383;
+/**
+ * The last position a word keeps as it is. Words past it are all stored at MAX_POSITION, and the
+ * position between is left empty, so a word stored there is never next (`<->`) to another: a phrase
+ * past the first 16,381 positions is not found, but no phrase is found whose words are not adjacent
+ * in the text (clamping at 16383 alone made a word at 16382 adjacent to every later one).
+ */
+const LAST_EXACT_POSITION = MAX_POSITION - 2;
 const MAX_POSITIONS_PER_LEXEME = 256;
 /**
  * A stem's positions past its 256th go to spill lexemes `stem~2` ... `stem~8` in `vector`, 256
@@ -173,7 +180,7 @@ class VectorBuilder {
 
   /** `spill`: positions past the lexeme's first `maxPositions` go to its spill lexemes. */
   add(lexeme: string, position: number, weight: string, spill = false): void {
-    const pos = Math.min(position, MAX_POSITION);
+    const pos = position <= LAST_EXACT_POSITION ? position : MAX_POSITION;
     const first = this.entries.get(lexeme) ?? this.open(lexeme);
     if (first.last === pos) return;
     first.last = pos;
@@ -367,8 +374,8 @@ export function buildVectors(doc: IndexDocument): {
     vector: vector.toString(),
     head: head.toString(),
     rank: ranked === '' ? marks : `${ranked} ${marks}`,
-    // Past MAX_POSITION positions are clamped, so `vector` can hold a phrase whose words are not
-    // adjacent in the text: no sketch then, and every candidate is checked as before.
+    // Past LAST_EXACT_POSITION words share one position, where `vector` holds no phrase; a text that
+    // long has more pairs than a sketch's 8,192 bits tell apart, so every candidate is checked.
     pairs: position > MAX_POSITION ? null : pairs.toBuffer(),
     words: [...words].sort(),
   };

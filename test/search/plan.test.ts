@@ -188,6 +188,27 @@ describe('index documents', () => {
     assert.equal(sketch(16380), null);
   });
 
+  test('past position 16381 a PostgreSQL vector stores words at 16383, never next to another', () => {
+    const filler = Array.from({ length: 16_300 }, (_, i) => `f${i % 5000}`).join(' ');
+    const content = `${filler} ${'gamma '.repeat(100)}${'zzz '.repeat(50)}delta`;
+    const { vector } = buildVectors(buildIndexDocument({ ...row, content }));
+    const positions = (lexeme: string) =>
+      new RegExp(`'${lexeme}':([0-9A-D,]+)`)
+        .exec(vector)![1]!
+        .split(',')
+        .map((p) => Number.parseInt(p, 10));
+    const all = [...vector.matchAll(/':([0-9A-D,]+)/g)].flatMap((m) =>
+      m[1]!.split(',').map((p) => Number.parseInt(p, 10)),
+    );
+    assert.ok(!all.includes(16_382), 'no word at 16382');
+    assert.equal(Math.max(...all), 16_383);
+    const gamma = positions('=gamma');
+    assert.equal(gamma.at(-2), 16_381, 'the last word kept in place');
+    assert.equal(gamma.at(-1), 16_383, 'the rest share the last position');
+    assert.deepEqual(positions('=delta'), [16_383]);
+    assert.deepEqual(positions('=zzz'), [16_383]);
+  });
+
   test('vocabulary deltas count each word once, sorted', () => {
     assert.deepEqual(Object.fromEntries(vocabularyDelta(['a', 'b', 'c'], ['b', 'd'])), {
       a: -1,

@@ -39,6 +39,26 @@ describeEachDatabase('GET /search: large objects', (h) => {
     assert.equal(res.body.data.total, h.dialect === 'sqlite' ? 1 : 0);
   });
 
+  it('finds no phrase whose words are apart in the text, however long the text (PostgreSQL positions)', async () => {
+    // PostgreSQL positions stop at 16383; a word there must not count as next to an earlier one.
+    const filler = Array.from({ length: 16_300 }, (_, i) => `f${i % 5000}x`).join(' ');
+    const res = await h.request('POST', '/v1/data', {
+      key: acc.adminKey,
+      body: {
+        title: 'Long minutes',
+        type: 'document',
+        content: `${filler} ${'gammaqx '.repeat(100)}${'zzzqx '.repeat(50)}deltaqx end`,
+      },
+    });
+    assert.equal(res.status, 201, res.raw.slice(0, 300));
+    assert.equal((await search(h, acc.adminKey, { q: 'gammaqx deltaqx' })).body.data.total, 1);
+    assert.equal((await search(h, acc.adminKey, { q: '"gammaqx deltaqx"' })).body.data.total, 0);
+    assert.equal(
+      (await search(h, acc.adminKey, { q: '"zzzqx deltaqx"' })).body.data.total,
+      h.dialect === 'sqlite' ? 1 : 0,
+    );
+  });
+
   it('can be updated and deleted with its index entry', async () => {
     const patch = await h.request('PATCH', `/v1/data/${id}`, {
       key: acc.adminKey,
