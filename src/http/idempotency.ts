@@ -1,7 +1,8 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.ts';
+import type { SecretBox } from '../lib/secret-box.ts';
 import { secretBoxFor } from '../lib/secrets.ts';
 import type { Worker } from '../workers.ts';
 import { AppError } from './errors.ts';
@@ -35,10 +36,27 @@ declare module 'fastify' {
  * same key on `/users/A/invitation` and `/users/B/invitation` is a conflict) and query, and the
  * body's content (key order aside; the body depth is bounded by json-body.ts).
  */
-const fingerprint = (request: FastifyRequest) =>
-  createHash('sha256')
-    .update(`${request.method} ${request.url}\n${canonicalJson(request.body ?? null)}`)
-    .digest('hex');
+const requestText = (request: FastifyRequest) =>
+  `${request.method} ${request.url}\n${canonicalJson(request.body ?? null)}`;
+
+/** Marks a keyed fingerprint; rows stored before it hold a bare SHA-256 in hex. */
+const KEYED = 'k1.';
+
+/**
+ * The stored fingerprint: keyed with the secret key (SecretBox.mac), because the body may hold a
+ * secret (a webhook's signing secret) and a bare hash of it, beside the URL and events stored in
+ * clear, could be checked against guesses by anyone who reads the database.
+ */
+const fingerprint = (box: SecretBox, text: string) => KEYED + box.mac('idempotency fingerprint', text);
+
+/** Whether a stored fingerprint is this request's; a bare SHA-256 from before keyed ones still counts. */
+function samePrint(stored: string, print: string, text: string): boolean {
+  const theirs = Buffer.from(stored);
+  const ours = Buffer.from(
+    stored.startsWith(KEYED) ? print : createHash('sha256').update(text).digest('hex'),
+  );
+  return theirs.length === ours.length && timingSafeEqual(theirs, ours);
+}
 
 /** JSON with every object's keys sorted: the same body re-sent with its keys in another order matches. */
 function canonicalJson(value: unknown): string {
@@ -104,7 +122,8 @@ export function installIdempotency(app: FastifyInstance) {
     }
     const key = storageKey(request, value);
     const accountId = request.auth.accountId;
-    const print = fingerprint(request);
+    const text = requestText(request);
+    const print = fingerprint(box, text);
     const deadline = Date.now() + WAIT_MS;
     for (;;) {
       const now = clock();
@@ -130,15 +149,20 @@ export function installIdempotency(app: FastifyInstance) {
         await releaseIdempotencyKey(db, row);
         continue;
       }
-      if (row.fingerprint !== print) {
+      // Opened first: an answer sealed under another secret key has its fingerprint keyed under that
+      // key too, so this process cannot tell whether it is this request, and says that one ran.
+      const stored =
+        row.status === 'done' && row.sealed_response !== null && row.response_status !== null
+          ? { status: row.response_status, ...openStored(request, row.sealed_response, row.response_status) }
+          : undefined;
+      if (!samePrint(row.fingerprint, print, text)) {
         throw new AppError(
           'idempotency_conflict',
           'This Idempotency-Key was used with a different request; use a new key for a new request.',
         );
       }
-      if (row.status === 'done' && row.sealed_response !== null && row.response_status !== null) {
-        const stored = openStored(request, row.sealed_response, row.response_status);
-        reply.code(row.response_status).header('idempotent-replayed', 'true');
+      if (stored) {
+        reply.code(stored.status).header('idempotent-replayed', 'true');
         if (stored.type) reply.type(stored.type);
         reply.send(stored.body === '' ? null : stored.body);
         return true;

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -8,6 +8,12 @@ export interface SecretBox {
   seal(plain: string): string;
   /** Decrypts a sealed value; throws if it is malformed, tampered with or sealed under another key. */
   open(sealed: string): string;
+  /**
+   * HMAC-SHA256 of `data` (base64url) under a key derived from this box's key for `purpose`: a
+   * digest of a request that may hold a secret, which without the key cannot be checked against
+   * guesses.
+   */
+  mac(purpose: string, data: string): string;
 }
 
 const VERSION = 'v1';
@@ -31,6 +37,7 @@ export function createSecretBox(key: Buffer): SecretBox {
     throw new Error(`secret-box key must be exactly ${KEY_BYTES} bytes`);
   }
   const boxKey = Buffer.from(key); // a copy, so later changes to the caller's buffer do not matter
+  const macKeys = new Map<string, Buffer>();
 
   return {
     seal(plain: string): string {
@@ -42,6 +49,15 @@ export function createSecretBox(key: Buffer): SecretBox {
       return [VERSION, iv, ciphertext, tag]
         .map((p) => (typeof p === 'string' ? p : p.toString('base64url')))
         .join('.');
+    },
+
+    mac(purpose: string, data: string): string {
+      let macKey = macKeys.get(purpose);
+      if (!macKey) {
+        macKey = createHmac('sha256', boxKey).update(`ads mac: ${purpose}`).digest();
+        macKeys.set(purpose, macKey);
+      }
+      return createHmac('sha256', macKey).update(data).digest('base64url');
     },
 
     open(sealed: string): string {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { before, it } from 'node:test';
 import { sql } from 'kysely';
 import { abandonedAfterMs, createIdempotencyPurger } from '../../src/http/idempotency.ts';
@@ -214,6 +214,55 @@ describeEachDatabase('Idempotency-Key on POST (Stripe semantics)', (h) => {
     assert.match(again.body.error.message, /already ran \(status 201\)/);
     assert.equal(again.headers['idempotent-replayed'], undefined);
     assert.equal(await count(acc.id), before, 'the request did not run twice');
+  });
+
+  /** The bare SHA-256 of a request as stored before keyed fingerprints (a flat body's keys sorted). */
+  const bareHash = (path: string, body: Record<string, unknown>) =>
+    createHash('sha256')
+      .update(`POST ${path}\n${JSON.stringify(Object.fromEntries(Object.entries(body).sort()))}`)
+      .digest('hex');
+  const storedPrint = async (keyId: string, idem: string) =>
+    (
+      await sql<{ fingerprint: string }>`SELECT fingerprint FROM idempotency_keys
+        WHERE account_id = ${acc.id} AND key = ${`${keyId} ${idem}`}`.execute(h.database.db)
+    ).rows[0]!.fingerprint;
+
+  it('stores no bare hash of a request that holds a secret: its fingerprint is keyed', async () => {
+    const caller = await acc.user('admin', ['read', 'write', 'admin']);
+    const body = { url: 'https://example.com/idem-hook', events: ['*'], secret: 'hunter2' };
+    const res = await h.request('POST', '/v1/webhooks', {
+      key: caller.key,
+      body,
+      headers: { 'idempotency-key': 'key-webhook' },
+    });
+    assert.equal(res.status, 201, res.raw);
+    const print = await storedPrint(caller.keyId, 'key-webhook');
+    assert.match(print, /^k1\.[A-Za-z0-9_-]{43}$/);
+    // A guess of the secret, hashed with what is stored in clear, does not meet the stored print.
+    assert.notEqual(print, bareHash('/v1/webhooks', body));
+    const again = await h.request('POST', '/v1/webhooks', {
+      key: caller.key,
+      body,
+      headers: { 'idempotency-key': 'key-webhook' },
+    });
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    assert.equal(again.body.data.id, res.body.data.id);
+  });
+
+  it('still replays a key stored with a bare SHA-256 fingerprint, and refuses another body for it', async () => {
+    const caller = await acc.user('admin', ['read', 'write']);
+    const body = { title: 'Stored before keyed prints', type: 'note' };
+    const first = await post(caller.key, body, 'key-bare');
+    assert.equal(first.status, 201);
+    await sql`UPDATE idempotency_keys SET fingerprint = ${bareHash('/v1/data', body)}
+      WHERE account_id = ${acc.id} AND key = ${`${caller.keyId} key-bare`}`.execute(h.database.db);
+    const again = await post(caller.key, body, 'key-bare');
+    assert.equal(again.status, 201, again.raw);
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    assert.equal(again.body.data.id, first.body.data.id);
+    const other = await post(caller.key, { ...body, title: 'Another' }, 'key-bare');
+    assert.equal(other.status, 409);
+    assert.equal(other.body.error.code, 'idempotency_conflict');
   });
 
   it('replays the same body re-sent with its keys in another order', async () => {

@@ -74,6 +74,16 @@ describe('createSecretBox', () => {
     }
   });
 
+  it('macs the same data alike under one key and purpose, and apart under another key or purpose', () => {
+    const key = randomBytes(32);
+    const mac = createSecretBox(key).mac('fingerprint', 'POST /v1/webhooks secret');
+    assert.match(mac, /^[A-Za-z0-9_-]{43}$/);
+    assert.equal(createSecretBox(Buffer.from(key)).mac('fingerprint', 'POST /v1/webhooks secret'), mac);
+    assert.notEqual(createSecretBox(randomBytes(32)).mac('fingerprint', 'POST /v1/webhooks secret'), mac);
+    assert.notEqual(createSecretBox(key).mac('other', 'POST /v1/webhooks secret'), mac);
+    assert.notEqual(createSecretBox(key).mac('fingerprint', 'POST /v1/webhooks secreT'), mac);
+  });
+
   it('requires a 32-byte key', () => {
     assert.throws(() => createSecretBox(randomBytes(16)), /exactly 32 bytes/);
     assert.throws(() => createSecretBox(Buffer.alloc(0)), /exactly 32 bytes/);
