@@ -112,6 +112,31 @@ export function validateWebhookUrl(raw: string, opts: { allowPrivate: boolean })
   return { ok: true, url };
 }
 
+/** How long registration waits for a host name's addresses before it lets the name through. */
+export const REGISTRATION_LOOKUP_MS = 1000;
+
+/**
+ * The first forbidden address a webhook host name resolves to now, or null: at registration the
+ * name is resolved once (decisions §7), so a name that points inside the network is a `400` then
+ * and not only a failed attempt later. A name that does not resolve (yet), or not within
+ * `timeoutMs`, passes: every delivery resolves and checks it again, which is what keeps a name
+ * pointed elsewhere later (DNS rebinding) from reaching anything.
+ */
+export async function forbiddenAddressOf(
+  hostname: string,
+  lookup: LookupAll = dns.lookup,
+  timeoutMs = REGISTRATION_LOOKUP_MS,
+): Promise<string | null> {
+  const host = stripBrackets(hostname);
+  if (net.isIP(host) !== 0) return isForbiddenAddress(host) ? host : null;
+  try {
+    const addresses = await lookupWithDeadline(lookup, host, timeoutMs);
+    return addresses.find((a) => isForbiddenAddress(a)) ?? null;
+  } catch {
+    return null;
+  }
+}
+
 /** The `dns.lookup` shape the dispatcher calls (`dns.lookup` itself fits). */
 export type LookupAll = (
   hostname: string,

@@ -5,6 +5,7 @@ import { request } from 'undici';
 import {
   createGuardedDispatcher,
   FORBIDDEN_ADDRESS_CODE,
+  forbiddenAddressOf,
   isForbiddenAddress,
   type LookupAll,
   validateWebhookUrl,
@@ -143,6 +144,38 @@ describe('validateWebhookUrl', () => {
   it('returns the normalised URL', () => {
     const result = validateWebhookUrl('https://EXAMPLE.com:443/a/../b', { allowPrivate: false });
     assert.equal(result.ok && result.url.href, 'https://example.com/b');
+  });
+});
+
+describe('forbiddenAddressOf (registration time)', () => {
+  const answering =
+    (addresses: string[]): LookupAll =>
+    (_host, _opts, cb) =>
+      setImmediate(() =>
+        cb(
+          null,
+          addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 })),
+        ),
+      );
+
+  it('names the first forbidden address a host name resolves to, or null when all are public', async () => {
+    assert.equal(
+      await forbiddenAddressOf('hooks.example', answering(['93.184.215.14', '10.0.0.5'])),
+      '10.0.0.5',
+    );
+    assert.equal(await forbiddenAddressOf('hooks.example', answering(['::1'])), '::1');
+    assert.equal(await forbiddenAddressOf('hooks.example', answering(['93.184.215.14'])), null);
+    assert.equal(await forbiddenAddressOf('[::1]', answering([])), '::1', 'a literal is not looked up');
+  });
+
+  it('lets a name through that fails to resolve, or does not answer in time', async () => {
+    const failing: LookupAll = (_h, _o, cb) =>
+      setImmediate(() => cb(Object.assign(new Error('nx'), { code: 'ENOTFOUND' }), []));
+    assert.equal(await forbiddenAddressOf('nowhere.example', failing), null);
+    const silent: LookupAll = () => {};
+    const started = Date.now();
+    assert.equal(await forbiddenAddressOf('slow.example', silent, 50), null);
+    assert.ok(Date.now() - started < 1000);
   });
 });
 

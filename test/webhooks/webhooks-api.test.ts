@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
+import dns from 'node:dns';
+import os from 'node:os';
 import { before, it } from 'node:test';
+import { isForbiddenAddress } from '../../src/events/ssrf.ts';
 import { disableWebhook } from '../../src/modules/webhooks/repo.ts';
 import { describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
 
@@ -204,8 +207,9 @@ describeEachDatabase('webhooks API: register, read, change, delete', (h) => {
 
   it('caps an account at 100 webhooks with a clear 400', async () => {
     const full = await h.account('enterprise');
+    // An address literal: registration resolves a host name (a lookup each), which is not what this counts.
     for (let i = 0; i < 100; i++) {
-      const res = await post({ url: `${URL_A}/${i}`, events: ['*'] }, full.adminKey);
+      const res = await post({ url: `https://93.184.215.14/${i}`, events: ['*'] }, full.adminKey);
       assert.equal(res.status, 201, `webhook ${i + 1}`);
     }
     const over = await post({ url: URL_A, events: ['*'] }, full.adminKey);
@@ -261,5 +265,35 @@ describeEachDatabase('webhooks API: SSRF refusal at registration', (h) => {
       body: { url: 'https://127.0.0.1/x' },
     });
     assert.equal(patch.status, 400, 'PATCH applies the same rules');
+  });
+
+  it('refuses a host name that resolves to a private or loopback address, and lets one through that does not resolve', async () => {
+    // This machine's own name resolves to one of its addresses (/etc/hosts or the resolver).
+    const name = os.hostname().toLowerCase();
+    const addresses = await dns.promises.lookup(name, { all: true });
+    assert.ok(
+      addresses.some((a) => isForbiddenAddress(a.address)),
+      `precondition: ${name} resolves to a local address (${JSON.stringify(addresses)})`,
+    );
+    const res = await h.request('POST', '/v1/webhooks', {
+      key: acc.adminKey,
+      body: { url: `https://${name}:8443/hook`, events: ['*'] },
+    });
+    assert.equal(res.status, 400, res.raw);
+    assert.equal(res.body.error.code, 'invalid_request');
+    assert.equal(res.body.error.details[0].field, 'url');
+    assert.match(res.body.error.message, /^url host resolves to .+, a private, loopback/);
+    // .invalid never resolves (RFC 6761): nothing to refuse now; every delivery checks it again.
+    const later = await h.request('POST', '/v1/webhooks', {
+      key: acc.adminKey,
+      body: { url: 'https://hooks.example.invalid/hook', events: ['*'] },
+    });
+    assert.equal(later.status, 201, later.raw);
+    const patch = await h.request('PATCH', `/v1/webhooks/${later.body.data.id}`, {
+      key: acc.adminKey,
+      body: { url: `https://${name}/x` },
+    });
+    assert.equal(patch.status, 400, 'PATCH resolves the new name too');
+    assert.match(patch.body.error.message, /^url host resolves to/);
   });
 });

@@ -1,7 +1,7 @@
 import type { AppContext } from '../../context.ts';
 import { readSnapshot } from '../../db/snapshot.ts';
 import { EVENT_NAMES } from '../../events/outbox.ts';
-import { validateWebhookUrl } from '../../events/ssrf.ts';
+import { forbiddenAddressOf, validateWebhookUrl } from '../../events/ssrf.ts';
 import { AppError, invalidField, notFound } from '../../http/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { secretBoxFor } from '../../lib/secrets.ts';
@@ -60,10 +60,18 @@ export function toDelivery(row: DeliveryRow, attempts: AttemptRow[]): DeliveryOu
   };
 }
 
-function checkUrl(ctx: AppContext, raw: string): string {
-  const check = validateWebhookUrl(raw, { allowPrivate: ctx.config.webhook.allowPrivate });
+async function checkUrl(ctx: AppContext, raw: string): Promise<string> {
+  const { allowPrivate } = ctx.config.webhook;
+  const check = validateWebhookUrl(raw, { allowPrivate });
   // The guard's reasons read "url must …"; invalidField names the field itself.
   if (!check.ok) throw invalidField('url', check.reason.replace(/^url /, ''));
+  const forbidden = allowPrivate ? null : await forbiddenAddressOf(check.url.hostname);
+  if (forbidden !== null) {
+    throw invalidField(
+      'url',
+      `host resolves to ${forbidden}, a private, loopback, link-local, multicast or reserved address`,
+    );
+  }
   return check.url.href;
 }
 
@@ -88,7 +96,7 @@ function checkEvents(events: string[]): string[] {
 const seal = (ctx: AppContext, secret: string) => secretBoxFor(ctx.config).seal(secret);
 
 export async function createWebhook(ctx: AppContext, accountId: string, input: CreateWebhookInput) {
-  const url = checkUrl(ctx, input.url);
+  const url = await checkUrl(ctx, input.url);
   const events = checkEvents(input.events);
   const now = isoNow(ctx.clock);
   const row: WebhookRow = {
@@ -140,7 +148,7 @@ export async function listAccountWebhooks(
 
 /** Changes url, events, secret (null removes it) and re-enables with `status: "active"`. */
 export async function patchWebhook(ctx: AppContext, accountId: string, id: string, input: PatchWebhookInput) {
-  const url = input.url === undefined ? undefined : checkUrl(ctx, input.url);
+  const url = input.url === undefined ? undefined : await checkUrl(ctx, input.url);
   const events = input.events === undefined ? undefined : JSON.stringify(checkEvents(input.events));
   const sealed =
     input.secret === undefined ? undefined : input.secret === null ? null : seal(ctx, input.secret);
