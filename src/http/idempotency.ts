@@ -26,8 +26,8 @@ const KEY_RE = /^[\x21-\x7e]{1,255}$/;
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The Idempotency-Key this request's run holds, and its claim token. */
-    idempotencyKey?: { key: string; claim: string };
+    /** The Idempotency-Key this request's run holds (as stored, in its account), and its claim token. */
+    idempotencyKey?: { accountId: string; key: string; claim: string };
   }
 }
 
@@ -71,19 +71,23 @@ function canonicalJson(value: unknown): string {
 }
 
 /**
- * Where a request's Idempotency-Key is stored: the API key that sent it, then the header's value
- * (a space cannot occur in either). Each API key has its own keys, so a response is replayed only
- * to the key that caused it: another user of the account (or a key of narrower scopes) sending the
- * same header gets its own run, never the first caller's answer, which may hold a secret such as
- * a new API key.
+ * Where a request's Idempotency-Key is stored: in the account of the API key that sent it, under
+ * that key's id, then the header's value (a space cannot occur in either). Each API key has its own
+ * keys, so a response is replayed only to the key that caused it: another user of the account (or
+ * a key of narrower scopes) sending the same header gets its own run, never the first caller's
+ * answer, which may hold a secret such as a new API key. A route without a key names its own owner
+ * (`config.idempotencyOwner`: the invitation's token for its acceptance); without one, no key.
  */
-const storageKey = (request: FastifyRequest, key: string) => `${request.auth.keyId} ${key}`;
+async function keyOwner(request: FastifyRequest): Promise<{ accountId: string; owner: string } | null> {
+  if (request.auth) return { accountId: request.auth.accountId, owner: request.auth.keyId };
+  return (await request.routeOptions.config.idempotencyOwner?.(request)) ?? null;
+}
 
 /**
- * Stripe-style `Idempotency-Key` on every authenticated POST: the first response (success or 4xx)
+ * Stripe-style `Idempotency-Key` on every POST (decisions §9): the first response (success or 4xx)
  * is stored sealed for 24 h and replayed with `Idempotent-Replayed: true`; the same key with another
  * body is `409 idempotency_conflict`; a concurrent duplicate waits for the first run and replays it.
- * A 400 or 5xx is not stored, so a retry runs again. Keys are scoped to the API key (storageKey).
+ * A 400 or 5xx is not stored, so a retry runs again. Keys are scoped to the API key (keyOwner).
  */
 export function installIdempotency(app: FastifyInstance) {
   const { database, clock, config } = app.ctx;
@@ -96,7 +100,7 @@ export function installIdempotency(app: FastifyInstance) {
     if (
       request.method !== 'POST' ||
       request.headers['idempotency-key'] === undefined ||
-      !request.auth ||
+      (!request.auth && request.routeOptions.config.idempotencyOwner === undefined) ||
       request.is404
     ) {
       return done();
@@ -120,8 +124,10 @@ export function installIdempotency(app: FastifyInstance) {
         details: [{ field: 'Idempotency-Key', message: 'must be 1 to 255 visible ASCII characters' }],
       });
     }
-    const key = storageKey(request, value);
-    const accountId = request.auth.accountId;
+    const owner = await keyOwner(request);
+    if (owner === null) return false;
+    const { accountId } = owner;
+    const key = `${owner.owner} ${value}`;
     const text = requestText(request);
     const print = fingerprint(box, text);
     const deadline = Date.now() + WAIT_MS;
@@ -139,7 +145,7 @@ export function installIdempotency(app: FastifyInstance) {
         claim: run,
       });
       if (claimed) {
-        request.idempotencyKey = { key, claim: run };
+        request.idempotencyKey = { accountId, key, claim: run };
         return false;
       }
       const row = await findIdempotencyKey(db, accountId, key);
@@ -206,8 +212,7 @@ export function installIdempotency(app: FastifyInstance) {
     const held = request.idempotencyKey;
     if (!held) return payload;
     request.idempotencyKey = undefined;
-    const { key, claim } = held;
-    const accountId = request.auth.accountId;
+    const { accountId, key, claim } = held;
     // A 400 refused the request before it did anything (validation, as Stripe does), so the key
     // stays usable for the corrected request; other answers, 4xx included, are kept.
     if (

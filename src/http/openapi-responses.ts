@@ -55,7 +55,7 @@ interface Traits {
   bodyRequired: Set<string>;
   query: Set<string>;
   pathParams: boolean;
-  /** Authenticated POSTs take `Idempotency-Key` (decisions §9, src/http/idempotency.ts). */
+  /** Every POST takes `Idempotency-Key` (decisions §9, src/http/idempotency.ts). */
   idempotent: boolean;
   /**
    * POST, PATCH, PUT and DELETE read whatever body arrives, even where the operation defines none:
@@ -155,7 +155,7 @@ function traitsOf(method: string, path: string, op: Json, components: ComponentS
     method,
     path,
     authenticated,
-    idempotent: authenticated && method === 'post',
+    idempotent: method === 'post',
     readsBody: ['post', 'patch', 'put', 'delete'].includes(method),
     body: op.requestBody ? new Set(Object.keys(bodySchema?.properties ?? {})) : null,
     bodyRequired: new Set((bodySchema?.required ?? []) as string[]),

@@ -155,7 +155,7 @@ export const RESPONSE_HEADERS = {
   ),
 };
 
-/** The `Idempotency-Key` request header of every authenticated POST (decisions §9). */
+/** The `Idempotency-Key` request header of every POST (decisions §9). */
 export const IDEMPOTENCY_KEY = {
   name: 'Idempotency-Key',
   in: 'header',
@@ -163,7 +163,7 @@ export const IDEMPOTENCY_KEY = {
   description:
     'Makes a retry safe: the same key with the same body within 24 h replays the first response ' +
     '(`Idempotent-Replayed: true`); with another body it is `409 idempotency_conflict`. Scoped to ' +
-    'the API key that sends it; `400` and 5xx answers are not stored.',
+    "the API key that sends it (an invitation's acceptance: to its token); `400` and 5xx answers are not stored.",
   schema: Type.String({ pattern: '^[\\x21-\\x7e]{1,255}$' }),
   example: '3f1c2a9e-7b4d-4c11-9a55-0e8d2b6f4a10',
 };

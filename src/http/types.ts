@@ -11,10 +11,18 @@ export interface AuthContext {
   readonly scopes: readonly Scope[];
 }
 
+import type { FastifyRequest } from 'fastify';
+
 declare module 'fastify' {
   interface FastifyContextConfig {
     /** The scope a route needs; `any` means any valid key; absent means no key (public route). */
     scope?: Scope | 'any';
+    /**
+     * A POST that needs no key but takes an Idempotency-Key (decisions §9: any POST): whose keys
+     * it uses, as an account and an owner that stands in for the API key, or null to run the
+     * request without one (idempotency.ts).
+     */
+    idempotencyOwner?: (request: FastifyRequest) => Promise<{ accountId: string; owner: string } | null>;
   }
   interface FastifyRequest {
     auth: AuthContext;

@@ -274,6 +274,51 @@ describeEachDatabase('invitations: concurrent re-sends and accepts, withdrawn ma
     assert.equal(keys.length, 1);
   });
 
+  it('replays an acceptance retried with its Idempotency-Key, its one-time key included, to the token only', async () => {
+    const userId = await invite('lost-answer@example.com');
+    const token = await liveToken(userId);
+    const headers = { 'idempotency-key': 'accept-1' };
+    const first = await h.request('POST', '/v1/invitations/accept', { body: { token }, headers });
+    assert.equal(first.status, 200, first.raw);
+    assert.equal(first.headers['idempotent-replayed'], undefined);
+    // The client lost that answer and retries: the same answer, the same key, no second key.
+    const again = await h.request('POST', '/v1/invitations/accept', { body: { token }, headers });
+    assert.equal(again.status, 200, again.raw);
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    assert.equal(again.body.data.api_key.key, first.body.data.api_key.key);
+    const keys = await h.database.db
+      .selectFrom('api_keys')
+      .select('id')
+      .where('user_id', '=', userId)
+      .execute();
+    assert.equal(keys.length, 1);
+    // The same Idempotency-Key with another token (or none of the user's) replays nothing.
+    const stranger = await h.request('POST', '/v1/invitations/accept', {
+      body: { token: `adsinv_${'B'.repeat(43)}` },
+      headers,
+    });
+    assert.equal(stranger.status, 400);
+    assert.equal(stranger.body.error.code, 'invalid_token');
+    assert.equal(stranger.headers['idempotent-replayed'], undefined);
+    // Without the header the used token is refused, as before.
+    const plain = await h.request('POST', '/v1/invitations/accept', { body: { token } });
+    assert.equal(plain.status, 400);
+    assert.equal(plain.body.error.code, 'invalid_token');
+    // A refused acceptance is not stored: the key stays usable for a good token.
+    const other = await liveToken(await invite('second-try@example.com'));
+    const refused = await h.request('POST', '/v1/invitations/accept', {
+      body: { token: `adsinv_${'C'.repeat(43)}` },
+      headers: { 'idempotency-key': 'accept-2' },
+    });
+    assert.equal(refused.status, 400);
+    const good = await h.request('POST', '/v1/invitations/accept', {
+      body: { token: other },
+      headers: { 'idempotency-key': 'accept-2' },
+    });
+    assert.equal(good.status, 200, good.raw);
+    assert.equal(good.headers['idempotent-replayed'], undefined);
+  });
+
   it('answers an accept and a re-send of one user at once without a 500 (no deadlock)', async () => {
     for (let round = 0; round < 10; round++) {
       const userId = await invite(`accept-vs-resend-${round}@example.com`);

@@ -696,7 +696,7 @@ export interface components {
   responses: never;
   parameters: {
     /**
-     * @description Makes a retry safe: the same key with the same body within 24 h replays the first response (`Idempotent-Replayed: true`); with another body it is `409 idempotency_conflict`. Scoped to the API key that sends it; `400` and 5xx answers are not stored.
+     * @description Makes a retry safe: the same key with the same body within 24 h replays the first response (`Idempotent-Replayed: true`); with another body it is `409 idempotency_conflict`. Scoped to the API key that sends it (an invitation's acceptance: to its token); `400` and 5xx answers are not stored.
      * @example 3f1c2a9e-7b4d-4c11-9a55-0e8d2b6f4a10
      */
     'Idempotency-Key': string;
@@ -1302,7 +1302,7 @@ export interface operations {
       query?: never;
       header?: {
         /**
-         * @description Makes a retry safe: the same key with the same body within 24 h replays the first response (`Idempotent-Replayed: true`); with another body it is `409 idempotency_conflict`. Scoped to the API key that sends it; `400` and 5xx answers are not stored.
+         * @description Makes a retry safe: the same key with the same body within 24 h replays the first response (`Idempotent-Replayed: true`); with another body it is `409 idempotency_conflict`. Scoped to the API key that sends it (an invitation's acceptance: to its token); `400` and 5xx answers are not stored.
          * @example 3f1c2a9e-7b4d-4c11-9a55-0e8d2b6f4a10
          */
         'Idempotency-Key'?: components['parameters']['Idempotency-Key'];
@@ -2350,7 +2350,7 @@ export interface operations {
       query?: never;
       header?: {
         /**
-         * @description Makes a retry safe: the same key with the same body within 24 h replays the first response (`Idempotent-Replayed: true`); with another body it is `409 idempotency_conflict`. Scoped to the API key that sends it; `400` and 5xx answers are not stored.
+         * @description Makes a retry safe: the same key with the same body within 24 h replays the first response (`Idempotent-Replayed: true`); with another body it is `409 idempotency_conflict`. Scoped to the API key that sends it (an invitation's acceptance: to its token); `400` and 5xx answers are not stored.
          * @example 3f1c2a9e-7b4d-4c11-9a55-0e8d2b6f4a10
          */
         'Idempotency-Key'?: components['parameters']['Idempotency-Key'];
@@ -3076,7 +3076,7 @@ export interface operations {
       query?: never;
       header?: {
         /**
-         * @description Makes a retry safe: the same key with the same body within 24 h replays the first response (`Idempotent-Replayed: true`); with another body it is `409 idempotency_conflict`. Scoped to the API key that sends it; `400` and 5xx answers are not stored.
+         * @description Makes a retry safe: the same key with the same body within 24 h replays the first response (`Idempotent-Replayed: true`); with another body it is `409 idempotency_conflict`. Scoped to the API key that sends it (an invitation's acceptance: to its token); `400` and 5xx answers are not stored.
          * @example 3f1c2a9e-7b4d-4c11-9a55-0e8d2b6f4a10
          */
         'Idempotency-Key'?: components['parameters']['Idempotency-Key'];
@@ -3604,7 +3604,7 @@ export interface operations {
       query?: never;
       header?: {
         /**
-         * @description Makes a retry safe: the same key with the same body within 24 h replays the first response (`Idempotent-Replayed: true`); with another body it is `409 idempotency_conflict`. Scoped to the API key that sends it; `400` and 5xx answers are not stored.
+         * @description Makes a retry safe: the same key with the same body within 24 h replays the first response (`Idempotent-Replayed: true`); with another body it is `409 idempotency_conflict`. Scoped to the API key that sends it (an invitation's acceptance: to its token); `400` and 5xx answers are not stored.
          * @example 3f1c2a9e-7b4d-4c11-9a55-0e8d2b6f4a10
          */
         'Idempotency-Key'?: components['parameters']['Idempotency-Key'];
@@ -3793,7 +3793,13 @@ export interface operations {
   postInvitationsAccept: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /**
+         * @description Makes a retry safe: the same key with the same body within 24 h replays the first response (`Idempotent-Replayed: true`); with another body it is `409 idempotency_conflict`. Scoped to the API key that sends it (an invitation's acceptance: to its token); `400` and 5xx answers are not stored.
+         * @example 3f1c2a9e-7b4d-4c11-9a55-0e8d2b6f4a10
+         */
+        'Idempotency-Key'?: components['parameters']['Idempotency-Key'];
+      };
       path?: never;
       cookie?: never;
     };
@@ -3814,6 +3820,7 @@ export interface operations {
       200: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           [name: string]: unknown;
         };
         content: {
@@ -3871,6 +3878,7 @@ export interface operations {
       400: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           [name: string]: unknown;
         };
         content: {
@@ -3881,6 +3889,18 @@ export interface operations {
       403: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Conflict: `idempotency_conflict`. */
+      409: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           [name: string]: unknown;
         };
         content: {
@@ -3891,6 +3911,7 @@ export interface operations {
       413: {
         headers: {
           'X-Request-Id': components['headers']['X-Request-Id'];
+          'Idempotent-Replayed': components['headers']['Idempotent-Replayed'];
           [name: string]: unknown;
         };
         content: {
@@ -4088,7 +4109,7 @@ export interface operations {
       query?: never;
       header?: {
         /**
-         * @description Makes a retry safe: the same key with the same body within 24 h replays the first response (`Idempotent-Replayed: true`); with another body it is `409 idempotency_conflict`. Scoped to the API key that sends it; `400` and 5xx answers are not stored.
+         * @description Makes a retry safe: the same key with the same body within 24 h replays the first response (`Idempotent-Replayed: true`); with another body it is `409 idempotency_conflict`. Scoped to the API key that sends it (an invitation's acceptance: to its token); `400` and 5xx answers are not stored.
          * @example 3f1c2a9e-7b4d-4c11-9a55-0e8d2b6f4a10
          */
         'Idempotency-Key'?: components['parameters']['Idempotency-Key'];
@@ -4967,7 +4988,7 @@ export interface operations {
       query?: never;
       header?: {
         /**
-         * @description Makes a retry safe: the same key with the same body within 24 h replays the first response (`Idempotent-Replayed: true`); with another body it is `409 idempotency_conflict`. Scoped to the API key that sends it; `400` and 5xx answers are not stored.
+         * @description Makes a retry safe: the same key with the same body within 24 h replays the first response (`Idempotent-Replayed: true`); with another body it is `409 idempotency_conflict`. Scoped to the API key that sends it (an invitation's acceptance: to its token); `400` and 5xx answers are not stored.
          * @example 3f1c2a9e-7b4d-4c11-9a55-0e8d2b6f4a10
          */
         'Idempotency-Key'?: components['parameters']['Idempotency-Key'];
@@ -5172,7 +5193,7 @@ export interface operations {
       query?: never;
       header?: {
         /**
-         * @description Makes a retry safe: the same key with the same body within 24 h replays the first response (`Idempotent-Replayed: true`); with another body it is `409 idempotency_conflict`. Scoped to the API key that sends it; `400` and 5xx answers are not stored.
+         * @description Makes a retry safe: the same key with the same body within 24 h replays the first response (`Idempotent-Replayed: true`); with another body it is `409 idempotency_conflict`. Scoped to the API key that sends it (an invitation's acceptance: to its token); `400` and 5xx answers are not stored.
          * @example 3f1c2a9e-7b4d-4c11-9a55-0e8d2b6f4a10
          */
         'Idempotency-Key'?: components['parameters']['Idempotency-Key'];

@@ -19,6 +19,7 @@ import {
 import {
   acceptInvitation,
   changeRole,
+  invitationKeyOwner,
   inviteMember,
   listMembers,
   removeMember,
@@ -181,6 +182,10 @@ const acceptRoutes: FastifyPluginAsyncTypebox = async (app) => {
         security: [],
         body: AcceptBody,
         response: { 200: AcceptedEnvelope, ...errorResponses(400) },
+      },
+      config: {
+        idempotencyOwner: (request) =>
+          invitationKeyOwner(app.ctx, (request.body as { token?: unknown }).token),
       },
       errorHandler: pageErrors,
     },

@@ -185,12 +185,27 @@ export async function resendInvitation(ctx: AppContext, accountId: string, userI
   });
 }
 
+const INVITATION_TOKEN = /^adsinv_[A-Za-z0-9_-]{43}$/;
+
+/**
+ * Who owns the Idempotency-Keys of an acceptance (decisions §9: any POST takes one): the token's
+ * account, and the token (by its hash) in place of an API key, so a client that lost the answer
+ * gets its one-time key again by retrying with the same token, and no one gets it without it.
+ * Null (no idempotency) for a token that is not one.
+ */
+export async function invitationKeyOwner(ctx: AppContext, token: unknown) {
+  if (typeof token !== 'string' || !INVITATION_TOKEN.test(token)) return null;
+  const tokenHash = hashSecret(token);
+  const owner = await findInvitationOwner(ctx.database.db, tokenHash);
+  return owner ? { accountId: owner.account_id, owner: `invitation:${tokenHash}` } : null;
+}
+
 /** Accepts an invitation: the user becomes active and gets a first key with every scope of their role. */
 export async function acceptInvitation(ctx: AppContext, token: string) {
   const now = isoNow(ctx.clock);
   const invalid = () =>
     new AppError('invalid_token', 'The invitation token is unknown, already used or expired.');
-  if (!/^adsinv_[A-Za-z0-9_-]{43}$/.test(token)) throw invalid();
+  if (!INVITATION_TOKEN.test(token)) throw invalid();
   const tokenHash = hashSecret(token);
   const { db, dialect } = ctx.database;
   return db.transaction().execute(async (trx) => {
