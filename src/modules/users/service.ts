@@ -129,7 +129,9 @@ export async function changeRole(ctx: AppContext, accountId: string, userId: str
   const { db, dialect } = ctx.database;
   return db.transaction().execute(async (trx) => {
     await lockAccountAdmins(trx, accountId, dialect);
-    const user = await findUser(trx, accountId, userId);
+    // Locked (PostgreSQL): an acceptance committing meanwhile is waited for, so the answer and the
+    // event carry the status the user has, not the one read before it.
+    const user = await findUserForUpdate(trx, dialect, accountId, userId);
     if (!user) throw notFound('user', userId);
     if (user.role === role) return toUser(user);
     if (role !== 'admin') await guardLastAdmin(trx, user, 'demote');
@@ -153,7 +155,7 @@ export async function removeMember(ctx: AppContext, accountId: string, userId: s
   const { db, dialect } = ctx.database;
   await db.transaction().execute(async (trx) => {
     await lockAccountAdmins(trx, accountId, dialect);
-    const user = await findUser(trx, accountId, userId);
+    const user = await findUserForUpdate(trx, dialect, accountId, userId);
     if (!user) throw notFound('user', userId);
     await guardLastAdmin(trx, user, 'remove');
     await deleteUser(trx, accountId, userId);
