@@ -24,7 +24,6 @@ import {
   activateInvitedUser,
   countOtherActiveAdmins,
   deleteUser,
-  findUser,
   findUserForUpdate,
   insertUser,
   listUsers,
