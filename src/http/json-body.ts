@@ -51,7 +51,7 @@ function charsetOf(contentType: string | undefined): string | null {
 
 /**
  * Fastify's own JSON parser (secure-json-parse, refusing `__proto__` and `constructor.prototype`
- * keys) behind two checks: the body is UTF-8 (RFC 8259), strictly (a byte that is not would
+ * keys, with a message that names them: the body is valid JSON) behind two checks: the body is UTF-8 (RFC 8259), strictly (a byte that is not would
  * otherwise become U+FFFD and be stored changed), and its depth is bounded: `400 invalid_json`.
  * A charset other than UTF-8, or any Content-Encoding but identity, is `400 invalid_content_type`.
  */
@@ -98,6 +98,25 @@ export function installJsonBody(app: FastifyInstance) {
       done(new AppError('invalid_request', message), undefined);
       return;
     }
-    parse(request, body, done);
+    parse(request, body, (err, value) => {
+      if (err === null || !isJson(body)) return done(err, value);
+      // Valid JSON that secure-json-parse refused: a key that could reach an object's prototype.
+      done(
+        new AppError(
+          'invalid_json',
+          'The request body has a "__proto__" key, or a "constructor" object with a "prototype" key; those key names are refused.',
+        ),
+        undefined,
+      );
+    });
   });
+}
+
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -147,6 +147,13 @@ describeEachDatabase(
       for (const rawBody of bodies) {
         const res = await h.request('POST', '/v1/data', { key: acc.adminKey, rawBody, headers: json });
         assertError(res, 400, 'invalid_json');
+        // Valid JSON with a refused key says so, rather than that the JSON is malformed.
+        if (rawBody.includes('__proto__') || rawBody.includes('prototype')) {
+          assert.match(
+            res.body.error.message,
+            /"__proto__" key, or a "constructor" object with a "prototype" key/,
+          );
+        } else assert.doesNotMatch(res.body.error.message, /__proto__/);
       }
       assert.equal(({} as Record<string, unknown>).admin, undefined, 'no prototype pollution');
     });
