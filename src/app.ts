@@ -85,6 +85,9 @@ function buildLazySerializer(externalSchemas: unknown, options: unknown) {
 }
 
 /** Builds the HTTP app over an open, migrated database. Reads no environment, listens on nothing. */
+/** Longest path parameter the router matches (see routerOptions). */
+const MAX_PARAM_LENGTH = 16 * 1024;
+
 export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promise<FastifyInstance> {
   const { config } = ctx;
   const app = Fastify({
@@ -104,7 +107,10 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     frameworkErrors,
     clientErrorHandler,
     rewriteUrl: rewriteUndecodable,
-    routerOptions: { maxParamLength: 200 },
+    // Above any path Node accepts (its 16 KB header limit holds the request line), so a long id is
+    // routed, goes through every hook and is the route's own 404, not a router error answered
+    // before any hook (no security or rate-limit headers, no log line).
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     schemaController: { compilersFactory: { buildSerializer: buildLazySerializer } },
     // Node would answer an HTTP/1.1 request without Host itself, with a bare 400; the hook below
     // answers it in the envelope.

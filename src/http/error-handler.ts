@@ -131,21 +131,19 @@ export function installErrorHandling(app: FastifyInstance) {
   return notFound;
 }
 
-/** Set on a request whose /v1 path cannot be decoded (see `rewriteUndecodable`). */
+/** Set on a request whose path cannot be decoded (see `rewriteUndecodable`). */
 const UNDECODABLE = Symbol('undecodable path');
-/** Where such a request is routed: a path no route has, answered by the /v1 not-found handler. */
-const UNDECODABLE_PATH = '/v1/-';
 
 /**
- * Fastify's `rewriteUrl` option. A /v1 path that cannot be decoded (a malformed escape, or bytes
- * that are not UTF-8) fails in the router, before any hook: its 404 went out without checking the
- * key or counting it, so it lacked the rate-limit headers every answer to a limited key carries
- * (decisions §8). Such a request is routed to a path no route has instead, so it goes through
- * auth and the rate limit like any unknown /v1 path, and is answered as undecodable there.
+ * Fastify's `rewriteUrl` option. A path that cannot be decoded (a malformed escape, or bytes that
+ * are not UTF-8) fails in the router, before any hook: its 404 went out without the security
+ * headers, a log line or a metric, and under /v1 without checking the key or counting it, so it
+ * lacked the rate-limit headers every answer to a limited key carries (decisions §8). Such a
+ * request is routed to a path no route has instead (`/v1/-` under /v1, else `/-`), so it goes
+ * through every hook like any unknown path, and is answered as undecodable there.
  */
 export function rewriteUndecodable(req: IncomingMessage): string {
   const url = req.url ?? '/';
-  if (!url.startsWith('/v1/')) return url;
   const end = url.search(/[?#]/);
   const path = end === -1 ? url : url.slice(0, end);
   if (!path.includes('%')) return url;
@@ -154,14 +152,16 @@ export function rewriteUndecodable(req: IncomingMessage): string {
     return url;
   } catch {
     Object.defineProperty(req, UNDECODABLE, { value: true });
-    return UNDECODABLE_PATH;
+    return url.startsWith('/v1/') ? '/v1/-' : '/-';
   }
 }
 
 /**
  * Fastify's `frameworkErrors` option: errors raised before routing get the envelope too. A path
  * parameter longer than the router's limit, or one that cannot be decoded, is an id no resource
- * has (decisions §1: 404).
+ * has (decisions §1: 404). Neither should come here any more (the router's limit is above any
+ * path Node accepts, and rewriteUndecodable routes undecodable paths): an answer from here runs no
+ * hook, so it has no security or rate-limit headers and no log line.
  */
 export function frameworkErrors(err: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   const appErr =

@@ -367,6 +367,10 @@ describeEachDatabase(
         await h.request('GET', '/v1/data'),
         await h.request('GET', '/nope'),
         await h.request('GET', '/healthz'),
+        // Answered by the router before any hook, once: a long id, and a path it cannot decode.
+        await h.request('GET', `/v1/data/${'a'.repeat(300)}`, { key: acc.adminKey }),
+        await h.request('GET', '/%zz'),
+        await h.request('GET', '/docs/%E0%A4%A'),
       ]) {
         const hsts = String(res.headers['strict-transport-security'] ?? '');
         const maxAge = Number(/max-age=(\d+)/.exec(hsts)?.[1] ?? 0);

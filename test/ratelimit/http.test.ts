@@ -66,6 +66,21 @@ describeEachDatabase('rate limits over HTTP', (h) => {
       assert.equal(res.json().error.message, 'No such resource: the URL cannot be decoded.');
       assert.equal(res.headers['x-ratelimit-remaining'], String(--remaining), url);
     }
+    // And ids longer than any resource has, on every kind of route that takes one (the router
+    // used to refuse them before any hook ran).
+    const long = 'x'.repeat(300);
+    for (const [method, url] of [
+      ['GET', `/v1/data/${long}`],
+      ['GET', `/v1/items/${long}`],
+      ['GET', `/v1/webhooks/${long}/deliveries`],
+      ['DELETE', `/v1/api-keys/${long}`],
+      ['GET', `/v1/${long}`],
+    ] as const) {
+      const res = await h.app.inject({ method, url, headers: { authorization: `Bearer ${key}` } });
+      assert.equal(res.statusCode, 404, url.slice(0, 40));
+      assert.equal(res.json().error.code, 'not_found');
+      assert.equal(res.headers['x-ratelimit-remaining'], String(--remaining), url.slice(0, 40));
+    }
     const unauthenticated = await h.app.inject({
       method: 'GET',
       url: '/v1/data/%zz',
