@@ -1,8 +1,10 @@
 import pino, { type Logger } from 'pino';
 import { isoString } from './time.ts';
 
-// Issued credentials (API keys `ads_…`, invitation tokens `adsinv_…`) wherever they sit in a string.
-const CREDENTIAL = /\b(ads|adsinv)_[A-Za-z0-9_-]{16,}/g;
+// Issued credentials (API keys `ads_…`, invitation tokens `adsinv_…`) wherever they sit in a string,
+// percent-encoded or not: a path may hold `ads%5F…`, or `%20ads_…` (after "Bearer "), where a word
+// boundary before `ads` does not exist. No boundary is asked for: masking a little more is harmless.
+const CREDENTIAL = /(ads|adsinv)(?:_|%5f)(?:[A-Za-z0-9_-]|%[0-9a-f]{2}){16,}/gi;
 
 /**
  * A URL as logged: query values and anything shaped like a credential masked. Unmatched routes log

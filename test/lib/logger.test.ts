@@ -58,6 +58,20 @@ describe('request line', () => {
     assert.ok(!JSON.stringify(lines).includes('BBBB') && !JSON.stringify(lines).includes('CCCC'));
   });
 
+  it('masks credentials that are percent-encoded, or follow an escape such as Bearer%20', () => {
+    const { logger, lines } = capture();
+    const write = requestLineWriter(logger);
+    const body = 'MF2Cq9Zq9Zq9Zq9Zq9Zq9Zq9Zq9Zq9Zq9Zq9Zq9Zq9Z';
+    write({ ...line, url: `/v1/Bearer%20ads_${body}` });
+    write({ ...line, url: `/v1/nope/ads%5F${body}` });
+    write({ ...line, url: `/v1/nope/ads_${body.slice(0, 10)}%2D${body.slice(10)}` });
+    write({ ...line, url: `/v1/x?ads%5F${body}` });
+    assert.equal(lines[0]!.url, '/v1/Bearer%20ads_[redacted]');
+    assert.equal(lines[1]!.url, '/v1/nope/ads_[redacted]');
+    assert.equal(lines[2]!.url, '/v1/nope/ads_[redacted]');
+    assert.ok(!JSON.stringify(lines).includes(body.slice(10, 30)), JSON.stringify(lines));
+  });
+
   it('follows the level: nothing below warn, and a logger raised later stops writing', () => {
     const quiet = capture('warn');
     requestLineWriter(quiet.logger)(line);
