@@ -85,6 +85,12 @@ export function installJsonBody(app: FastifyInstance) {
       done(new AppError('invalid_json', 'The request body is not valid UTF-8.'), undefined);
       return;
     }
+    // An operation that takes no body takes none labelled JSON too: clients that send
+    // `Content-Type: application/json` on every request (a session default) send it on a DELETE.
+    if (body.length === 0 && request.routeOptions.schema?.body === undefined) {
+      done(null, undefined);
+      return;
+    }
     const problem = jsonShapeProblem(body);
     if (problem === 'depth') {
       done(
