@@ -48,10 +48,17 @@ const MAX_WEBHOOK_TIMEOUT_MS = 600_000;
 /** Settings whose values are secret: an error line names them but never shows the value. */
 const SECRET_SETTINGS = new Set(['ADS_SECRET_KEY']);
 
-/** A setting's value as an error line may show it: secrets hidden, URL passwords masked. */
+/**
+ * A setting's value as an error line may show it: secrets hidden, URL passwords masked. Up to the
+ * last `@`, as a malformed URL is what the line is about: a password with an unescaped `/` or `@`
+ * in it (`redis://u:pa/ss@host`) is still masked, and so is the user name around such a character.
+ */
 function redact(name: string, value: string): string {
   if (SECRET_SETTINGS.has(name)) return '(hidden)';
-  return value.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/@:]*):[^/@]*@/i, '$1:***@');
+  const m = /^([a-z][a-z0-9+.-]*:\/\/)(.*)@/is.exec(value);
+  if (!m || !m[2]!.includes(':')) return value;
+  const user = m[2]!.slice(0, m[2]!.indexOf(':'));
+  return `${m[1]}${/[/@]/.test(user) ? '***' : user}:***@${value.slice(m[0].length)}`;
 }
 
 /** The one line a bad setting stops start-up with: its name, its value (redacted), and why. */

@@ -41,6 +41,12 @@ describe('bad settings', () => {
     assert.ok(!db.includes('hunter2'), db);
     const redis = refusal({ ADS_REDIS_URL: 'memcache://u:pw0rd@h' });
     assert.ok(!redis.includes('pw0rd'), redis);
+    // Malformed because the password holds an unescaped / or @: still masked.
+    for (const url of ['redis://u:Pw0rd/Secret@127.0.0.1:99999', 'redis://u:Pw0rd@Secret@127.0.0.1:99999']) {
+      const line = refusal({ ADS_REDIS_URL: url });
+      assert.match(line, /ADS_REDIS_URL="redis:\/\/u:\*\*\*@127\.0\.0\.1:99999"/);
+      assert.ok(!line.includes('Pw0rd') && !line.includes('Secret'), line);
+    }
   });
 
   it('refuse a secret key that is not base64 of 32 bytes, at load rather than at first use', () => {
