@@ -132,6 +132,12 @@ export class ConfigError extends Error {
 }
 
 const DEFAULT_RETRY_SCHEDULE = [60, 300, 1800, 7200, 28800];
+/** Longest wait one retry step may ask for (the default's longest is 8 h). */
+const MAX_RETRY_STEP_SECONDS = 30 * 24 * 3600;
+/** Largest SQLite page cache a setting may ask for: its size in KiB must fit a 32-bit number. */
+const MAX_SQLITE_CACHE_MB = 1024 * 1024;
+/** A mail sender: `addr@host`, or `Name <addr@host>` (a name alone would send mail from no one). */
+const MAIL_FROM = /^(?:[^<>]*<\s*[^\s<>@]+@[^\s<>@]+\s*>|[^\s<>@"]+@[^\s<>@]+)$/;
 
 /** Reads the ADS_* variables into a frozen Config; throws ConfigError naming the first bad variable. */
 export function loadConfig(env: Record<string, string | undefined>, cwd = process.cwd()): Readonly<Config> {
@@ -166,6 +172,29 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
   }
   const host = e.ADS_HOST ?? '127.0.0.1';
   const retrySchedule = e.ADS_WEBHOOK_RETRY_SCHEDULE?.split(',').map(Number) ?? DEFAULT_RETRY_SCHEDULE;
+  if (retrySchedule.some((seconds) => seconds > MAX_RETRY_STEP_SECONDS)) {
+    // A step no date can hold failed every attempt's outcome, so the delivery was retried forever.
+    throw invalidSetting(
+      'ADS_WEBHOOK_RETRY_SCHEDULE',
+      e.ADS_WEBHOOK_RETRY_SCHEDULE ?? '',
+      `each step at most ${MAX_RETRY_STEP_SECONDS} seconds (30 days)`,
+    );
+  }
+  if (Number(e.ADS_SQLITE_CACHE_MB ?? 0) > MAX_SQLITE_CACHE_MB) {
+    // SQLite takes the size in KiB as a 32-bit number: more wrapped around to no cache at all.
+    throw invalidSetting(
+      'ADS_SQLITE_CACHE_MB',
+      e.ADS_SQLITE_CACHE_MB ?? '',
+      `at most ${MAX_SQLITE_CACHE_MB} (1 TiB)`,
+    );
+  }
+  if (e.ADS_MAIL_FROM !== undefined && !MAIL_FROM.test(e.ADS_MAIL_FROM.trim())) {
+    throw invalidSetting(
+      'ADS_MAIL_FROM',
+      e.ADS_MAIL_FROM,
+      'must be an address (ops@example.com) or a name and an address (Ops <ops@example.com>)',
+    );
+  }
   if (Number(e.ADS_WEBHOOK_TIMEOUT_MS ?? 0) > MAX_WEBHOOK_TIMEOUT_MS) {
     throw invalidSetting(
       'ADS_WEBHOOK_TIMEOUT_MS',

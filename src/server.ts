@@ -29,7 +29,9 @@ export interface RunningServer {
  * serving creates a first account on an empty database. The caller owns signals and printing.
  */
 export async function startServer(config: Readonly<Config>, logger: Logger): Promise<RunningServer> {
-  checkSettingPaths(config, { tls: !config.trustProxy });
+  // The TLS pair is checked when named even behind a trusted proxy (which serves plain HTTP and does
+  // not use it): a setting that names files that cannot be read is a mistake either way.
+  checkSettingPaths(config, { tls: true });
   const database = openDatabase(config.database);
   try {
     await migrateLogged(database, logger);

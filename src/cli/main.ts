@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig } from '../config.ts';
+import { ConfigError, checkSettingPaths, loadConfig } from '../config.ts';
 import { migrate, openDatabase, progressEvery } from '../db/database.ts';
 import { setHeapGrowth } from '../lib/heap-growth.ts';
 import { createLogger, flushStderrLogs } from '../lib/logger.ts';
@@ -38,6 +38,9 @@ async function main(argv: string[]): Promise<number> {
     return command ? 0 : 2;
   }
   const config = loadConfig(process.env);
+  // What the settings name on disk, for every command (serve also checks its TLS pair): an
+  // ADS_DATA_DIR that is a file, or cannot be entered, is one line naming it and exit 2.
+  checkSettingPaths(config, { tls: false });
   const logger = createLogger(config.logLevel);
   // Before their first full collection (src/lib/heap-growth.ts). backup copies pages and peaked the
   // same either way; the account and key commands are short.

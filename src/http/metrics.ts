@@ -48,8 +48,10 @@ export function installMetrics(app: FastifyInstance): (request: FastifyRequest, 
     },
   });
 
+  // Now, not at the first scrape: the CPU and GC series count from the moment they are set up.
+  const processRegistry = processMetrics();
   app.get('/metrics', async (_request, reply) => {
-    const merged = Registry.merge([processMetrics(), registry]);
+    const merged = Registry.merge([processRegistry, registry]);
     return reply.type(merged.contentType).send(await merged.metrics());
   });
 

@@ -166,6 +166,20 @@ describe('ads command line', () => {
         [['serve'], { ADS_TLS_CERT: 'missing.pem', ADS_TLS_KEY: 'missing.key' }, /ADS_TLS_CERT=.*ENOENT/],
         [['worker'], { ADS_WEBHOOK_CA_FILE: dir }, /ADS_WEBHOOK_CA_FILE=.*not a file/],
         [['serve'], { ADS_DATA_DIR: aFile }, /ADS_DATA_DIR=.*not a directory/],
+        // Every command, not only serve and worker (they gave exit 1 and a bare EEXIST).
+        [['migrate'], { ADS_DATA_DIR: aFile }, /ADS_DATA_DIR=.*not a directory/],
+        [
+          ['accounts', 'create', '--name', 'X', '--admin-email', 'x@example.com'],
+          { ADS_DATA_DIR: aFile },
+          /ADS_DATA_DIR=.*not a directory/,
+        ],
+        [['backup', path.join(dir, 'copy')], { ADS_DATA_DIR: aFile }, /ADS_DATA_DIR=.*not a directory/],
+        // Behind a trusted proxy (plain HTTP) too: named files that cannot be read are a mistake.
+        [
+          ['serve'],
+          { ADS_TRUST_PROXY: 'true', ADS_TLS_CERT: 'missing.pem', ADS_TLS_KEY: 'missing.key' },
+          /ADS_TLS_CERT=.*ENOENT/,
+        ],
         [['serve'], { ADS_TLS_CERT: aFile, ADS_TLS_KEY: aFile }, /ADS_TLS_CERT=.*not a PEM certificate/],
         [
           ['worker'],

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { before, it } from 'node:test';
+import { spawnSync } from 'node:child_process';
+import { before, describe, it } from 'node:test';
 import { describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
 
 /** The value of one sample line `name{labels} value` in a Prometheus text exposition. */
@@ -53,5 +54,27 @@ describeEachDatabase('GET /metrics', (h) => {
       database: true,
       rate_limiter: { backend: 'memory', degraded: false },
     });
+  });
+});
+
+describe('process metrics', () => {
+  it('count the CPU time spent before the first scrape (a fresh process)', () => {
+    // In a process of its own: the series are set up once per process, when its first app is built.
+    const script = `
+      const { createHarness } = await import(${JSON.stringify(new URL('../helpers/harness.ts', import.meta.url).href)});
+      const h = createHarness('sqlite');
+      await h.setup();
+      const end = process.cpuUsage().user + 300000;
+      while (process.cpuUsage().user < end) {}
+      const res = await h.app.inject({ method: 'GET', url: '/metrics' });
+      process.stdout.write(res.body);
+      await h.teardown();`;
+    const child = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '--eval', script], {
+      encoding: 'utf8',
+      env: { ...process.env, NODE_ENV: 'test' },
+    });
+    assert.equal(child.status, 0, child.stderr);
+    const cpu = sample(child.stdout, 'ads_process_cpu_user_seconds_total');
+    assert.ok(cpu !== undefined && cpu >= 0.25, `user CPU counted: ${cpu}`);
   });
 });

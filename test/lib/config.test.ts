@@ -49,6 +49,31 @@ describe('bad settings', () => {
     }
   });
 
+  it('refuse a retry step no date holds, a page cache SQLite cannot take, and a sender with no address', () => {
+    assert.match(
+      refusal({ ADS_WEBHOOK_RETRY_SCHEDULE: '60,99999999999999' }),
+      /^Invalid setting ADS_WEBHOOK_RETRY_SCHEDULE="60,99999999999999": each step at most 2592000 seconds/,
+    );
+    assert.deepEqual(
+      loadConfig({ ADS_WEBHOOK_RETRY_SCHEDULE: '1,2592000' }).webhook.retrySchedule,
+      [1, 2592000],
+    );
+    assert.match(
+      refusal({ ADS_SQLITE_CACHE_MB: '3000000' }),
+      /^Invalid setting ADS_SQLITE_CACHE_MB="3000000": at most 1048576/,
+    );
+    for (const from of ['Ops Team', 'garbage', 'Ops <nobody>', '"a b"@']) {
+      assert.match(
+        refusal({ ADS_MAIL_FROM: from }),
+        /^Invalid setting ADS_MAIL_FROM=.*must be an address/,
+        from,
+      );
+    }
+    for (const from of ['ops@example.com', 'Ops Team <ops@example.com>', '"Ops, Inc." <ops@example.com>']) {
+      assert.equal(loadConfig({ ADS_MAIL_FROM: from }).mailFrom, from);
+    }
+  });
+
   it('refuse a secret key that is not base64 of 32 bytes, at load rather than at first use', () => {
     for (const key of [
       Buffer.alloc(31, 7).toString('base64'),
