@@ -56,12 +56,22 @@ async function main(argv: string[]): Promise<number> {
       parseArgs({ args: rest, options: {} });
       const database = openDatabase(config.database);
       try {
+        let newer: string[] = [];
         const applied = await migrate(database, {
           onProgress: progressEvery((migration, entries) =>
             process.stderr.write(`${migration}: ${entries} search entries rewritten so far\n`),
           ),
+          onNewerSchema: (names) => {
+            newer = names;
+          },
         });
-        process.stdout.write(applied.length ? `Applied: ${applied.join(', ')}\n` : 'Schema is up to date.\n');
+        process.stdout.write(
+          applied.length
+            ? `Applied: ${applied.join(', ')}\n`
+            : newer.length
+              ? `Schema is newer than this release (${newer.join(', ')}): nothing to apply.\n`
+              : 'Schema is up to date.\n',
+        );
       } finally {
         await database.close();
       }

@@ -1,5 +1,13 @@
 import type BetterSqlite3 from 'better-sqlite3';
-import { CompiledQuery, Kysely, type Migration, type MigrationProvider, Migrator, sql } from 'kysely';
+import {
+  CompiledQuery,
+  Kysely,
+  type Migration,
+  type MigrationProvider,
+  Migrator,
+  type RawBuilder,
+  sql,
+} from 'kysely';
 import type { Logger } from 'pino';
 import type { DatabaseConfig } from '../config.ts';
 import { asBatch, groupCommit } from './group-commit.ts';
@@ -144,8 +152,15 @@ export function progressEvery(report: MigrationReport, ms = 5000): MigrationRepo
  */
 export async function migrate(
   database: Database,
-  opts: { to?: string; onProgress?: MigrationReport } = {},
+  opts: { to?: string; onProgress?: MigrationReport; onNewerSchema?: (newer: string[]) => void } = {},
 ): Promise<string[]> {
+  if (!opts.to) {
+    const newer = await newerSchema(database);
+    if (newer.length > 0) {
+      opts.onNewerSchema?.(newer);
+      return [];
+    }
+  }
   const migrator = new Migrator({
     db: database.db,
     provider: new StaticProvider(database.dialect, opts.onProgress),
@@ -155,12 +170,67 @@ export async function migrate(
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
 
+/**
+ * A migration a process of an earlier release cannot run beside (it changes what that release
+ * reads or writes: docs/deployment.md "Migrations" names them) records its name here, so such a
+ * process refuses to start rather than run against a schema it would misuse. Migrations up to 0024
+ * predate the table and record nothing.
+ */
+export const SCHEMA_BREAKS_TABLE = 'schema_breaks';
+
+/** For a migration that is not additive: records it in SCHEMA_BREAKS_TABLE (see there). */
+export async function recordSchemaBreak(db: Kysely<unknown> | Database['db'], name: string): Promise<void> {
+  await sql`CREATE TABLE IF NOT EXISTS ${sql.table(SCHEMA_BREAKS_TABLE)} (name TEXT PRIMARY KEY)`.execute(db);
+  await sql`INSERT INTO ${sql.table(SCHEMA_BREAKS_TABLE)} (name) VALUES (${name}) ON CONFLICT DO NOTHING`.execute(
+    db,
+  );
+}
+
+/**
+ * Migrations the database has that this release does not know, when they all come after its own
+ * (a newer release migrated it: this one was rolled back to, or still runs in a rolling deploy).
+ * Kysely refuses to run beside them ("previously executed migration … is missing"), so an earlier
+ * release could not even restart; the schema of additive migrations serves it as it is, so this
+ * one starts without migrating. Throws, naming them, when one of them recorded that it breaks
+ * earlier releases (recordSchemaBreak). Empty when there is nothing newer, or when the unknown
+ * migrations are not all later (Kysely's own error then says what is wrong).
+ */
+async function newerSchema(database: Database): Promise<string[]> {
+  const known = Object.keys(MIGRATIONS).sort();
+  const executed = await namesIn(database.db, sql`SELECT name FROM kysely_migration`);
+  const unknown = executed.filter((name) => !(name in MIGRATIONS)).sort();
+  if (unknown.length === 0 || unknown[0]! <= known[known.length - 1]!) return [];
+  if (!known.every((name) => executed.includes(name))) return [];
+  const breaks = await namesIn(database.db, sql`SELECT name FROM ${sql.table(SCHEMA_BREAKS_TABLE)}`);
+  const breaking = unknown.filter((name) => breaks.includes(name));
+  if (breaking.length > 0) {
+    throw new Error(
+      `the database was migrated by a newer release (${unknown.join(', ')}), and ${breaking.join(', ')} cannot run beside this one: run the newer release, or restore a backup taken before it`,
+    );
+  }
+  return unknown;
+}
+
+/** The `name` column of a query's rows; none when its table does not exist (yet). */
+async function namesIn(db: Database['db'], query: RawBuilder<{ name: string }>): Promise<string[]> {
+  try {
+    return (await query.execute(db)).rows.map((r) => r.name);
+  } catch {
+    return [];
+  }
+}
+
 /** migrate for `ads serve` and `ads worker`: progress every 5 s and the applied names, logged. */
 export async function migrateLogged(database: Database, logger: Logger): Promise<string[]> {
   const applied = await migrate(database, {
     onProgress: progressEvery((migration, entries) =>
       logger.info({ migration, entries }, 'migration rewriting search entries'),
     ),
+    onNewerSchema: (newer) =>
+      logger.warn(
+        { migrations: newer },
+        'the database has migrations of a newer release; starting without migrating',
+      ),
   });
   if (applied.length) logger.info({ migrations: applied }, 'migrations applied');
   return applied;
