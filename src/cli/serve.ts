@@ -24,13 +24,23 @@ export async function serveCommand(config: Readonly<Config>, logger: Logger): Pr
       [
         `Created account ${account.id} (${account.name}) with admin ${admin.email}.`,
         `Admin API key (shown once, keep it safe): ${api_key.key}`,
-        `Try: curl -k ${server.url}/v1/data -H "Authorization: Bearer ${api_key.key}"`,
+        tryLine(server.url, api_key.key, config.trustProxy),
         '',
       ].join('\n'),
     );
   }
   process.stdout.write(`Serving ${server.url}/v1\n`);
   return -1;
+}
+
+/**
+ * The first request to try. Behind a trusted proxy the service listens in plain HTTP and refuses a
+ * request that does not say the proxy received it over HTTPS (403 https_required), so the line
+ * says it as the proxy would.
+ */
+export function tryLine(url: string, key: string, trustProxy: boolean): string {
+  const proxied = trustProxy ? ' -H "X-Forwarded-Proto: https"' : '';
+  return `Try: curl -k ${url}/v1/data -H "Authorization: Bearer ${key}"${proxied}`;
 }
 
 /** The drain outlasts the longest webhook attempt in flight, so a stop never cuts one short. */

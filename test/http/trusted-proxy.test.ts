@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { before, it } from 'node:test';
+import { tryLine } from '../../src/cli/serve.ts';
 import { describeEachDatabase, type TestAccount, type TestResponse } from '../helpers/harness.ts';
 
 function assertHttpsRequired(res: TestResponse) {
@@ -19,6 +20,25 @@ describeEachDatabase(
       acc = await h.account('enterprise');
     });
     const https = { 'x-forwarded-proto': 'https' };
+
+    it("answers the request ads serve prints to try (its headers as the line gives them), where the line without the proxy's header is refused", async () => {
+      const headersOf = (line: string) =>
+        Object.fromEntries(
+          [...line.matchAll(/-H "([^:]+): ([^"]+)"/g)].map((m) => [m[1]!.toLowerCase(), m[2]!]),
+        );
+      const printed = await h.app.inject({
+        method: 'GET',
+        url: '/v1/data',
+        headers: headersOf(tryLine('http://127.0.0.1:8080', acc.adminKey, true)),
+      });
+      assert.equal(printed.statusCode, 200, printed.body);
+      const direct = await h.app.inject({
+        method: 'GET',
+        url: '/v1/data',
+        headers: headersOf(tryLine('http://127.0.0.1:8080', acc.adminKey, false)),
+      });
+      assert.equal(direct.statusCode, 403);
+    });
 
     it('refuses a request without X-Forwarded-Proto with 403 https_required, before auth', async () => {
       assertHttpsRequired(await h.request('GET', '/v1/data', { key: acc.adminKey }));
