@@ -291,6 +291,7 @@ export function checkSettingPaths(config: Readonly<Config>, opts: { tls: boolean
     if (why) throw invalidSetting(name, file, why);
   }
   if (opts.tls && config.tls) checkTlsPair(config.tls);
+  if (config.webhook.caFile) checkCaFile(config.webhook.caFile);
   if (config.smtpUrl) {
     try {
       parseSmtpUrl(config.smtpUrl);
@@ -298,6 +299,29 @@ export function checkSettingPaths(config: Readonly<Config>, opts: { tls: boolean
       const why = (err as Error).message.replace(/^ADS_SMTP_URL /, '');
       throw invalidSetting('ADS_SMTP_URL', config.smtpUrl, why);
     }
+  }
+}
+
+/**
+ * The webhook CA file holds PEM certificates, each one whole: Node builds the trust store from
+ * what parses and drops the rest without a word, so a wrong file only showed as every delivery to
+ * the test receiver failing its certificate check.
+ */
+function checkCaFile(file: string): void {
+  const text = fs.readFileSync(file, 'latin1');
+  const blocks = text.match(/-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/g) ?? [];
+  const begun = text.match(/-----BEGIN CERTIFICATE-----/g)?.length ?? 0;
+  let parsed = 0;
+  for (const block of blocks) {
+    try {
+      new X509Certificate(block);
+      parsed++;
+    } catch {
+      // counted below
+    }
+  }
+  if (parsed === 0 || parsed !== begun) {
+    throw invalidSetting('ADS_WEBHOOK_CA_FILE', file, 'not a file of PEM certificates');
   }
 }
 

@@ -34,7 +34,8 @@ const HEAP_GROWTH_COMMANDS = new Set(['serve', 'worker', 'migrate', 'reindex']);
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   if (!command || command === 'help' || command === '--help' || command === '-h') {
-    process.stdout.write(`${USAGE}\n`);
+    // Asked for, on stdout; a command missing is a usage mistake, on stderr like the others.
+    (command ? process.stdout : process.stderr).write(`${USAGE}\n`);
     return command ? 0 : 2;
   }
   const config = loadConfig(process.env);

@@ -165,6 +165,8 @@ describe('ads command line', () => {
       const cases: [string[], Record<string, string>, RegExp][] = [
         [['serve'], { ADS_TLS_CERT: 'missing.pem', ADS_TLS_KEY: 'missing.key' }, /ADS_TLS_CERT=.*ENOENT/],
         [['worker'], { ADS_WEBHOOK_CA_FILE: dir }, /ADS_WEBHOOK_CA_FILE=.*not a file/],
+        // Not PEM: Node would drop it from the trust store without a word.
+        [['worker'], { ADS_WEBHOOK_CA_FILE: aFile }, /ADS_WEBHOOK_CA_FILE=.*not a file of PEM certificates/],
         [['serve'], { ADS_DATA_DIR: aFile }, /ADS_DATA_DIR=.*not a directory/],
         // Every command, not only serve and worker (they gave exit 1 and a bare EEXIST).
         [['migrate'], { ADS_DATA_DIR: aFile }, /ADS_DATA_DIR=.*not a directory/],
@@ -212,10 +214,16 @@ describe('ads command line', () => {
     assert.equal(runAds(['reindex', '--bogus'], env).code, 2);
   });
 
-  it('rejects an unknown command with usage and exit 2', () => {
-    const res = runAds(['frobnicate'], env);
-    assert.equal(res.code, 2);
-    assert.match(res.stderr, /Usage: ads/);
+  it('rejects an unknown command, or none, with usage on stderr and exit 2; help is usage on stdout, exit 0', () => {
+    for (const args of [['frobnicate'], []]) {
+      const res = runAds(args, env);
+      assert.equal(res.code, 2, args.join(' '));
+      assert.match(res.stderr, /Usage: ads/);
+      assert.equal(res.stdout, '');
+    }
+    const help = runAds(['--help'], env);
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, /^Usage: ads/);
   });
 
   it('serve: HTTPS with a generated certificate, a ready key on an empty database, SIGTERM exits 0', async () => {
