@@ -246,17 +246,19 @@ describeEachDatabase(
       check('GET /v1/search with a 40 KB URL', 'GET', '/v1/search', overLimit, [400]);
     });
 
-    it('very long path ids on every operation that takes one: 404 not_found in the envelope', async () => {
+    it('very long path ids on every operation that takes one: answered as any unknown id, in the envelope', async () => {
       const withIds = ops.filter((o) => o.params.some((p) => p.in === 'path'));
       for (const op of withIds) {
+        const request = (path: string) =>
+          send(port, op.method, path, { key: acc.adminKey, bytes: op.body ? 2 : undefined });
+        // A short unknown id: 404, or 400 where the body `{}` is refused before the lookup (a PATCH).
+        const short = await request(pathOf(op, 'dat_AAAA'));
+        assert.ok([400, 404].includes(short.status), `${op.method} ${op.template}: ${short.status}`);
         for (const length of [201, 1024, 10 * 1024]) {
           const path = pathOf(op, `dat_${'A'.repeat(length)}`);
-          const res = await send(port, op.method, path, {
-            key: acc.adminKey,
-            bytes: op.body ? 2 : undefined,
-          });
+          const res = await request(path);
           // Two 10 KB ids make a URL past Node's 16 KB header limit: refused before routing, 400.
-          const expected = path.length > 16_000 ? [400] : [404];
+          const expected = path.length > 16_000 ? [400] : [short.status];
           check(`${op.method} ${op.template} with a ${length}-char id`, op.method, path, res, expected);
         }
       }
