@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
-import { latch } from '../helpers/concurrency.ts';
+import { latch, sessionsWaitingOnLocks, until } from '../helpers/concurrency.ts';
 import { postgresSkipReason } from '../helpers/databases.ts';
 import { createHarness, describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
 
@@ -67,14 +66,10 @@ describe('PostgreSQL: a key created while the removal of its user commits', {
     await deleted.opened;
     const create = h.request('POST', '/v1/api-keys', { key: member.key, body: { scopes: ['read'] } });
     // The create is past authentication once it waits on the user's row lock.
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
-        WHERE datname = current_database() AND wait_event_type = 'Lock'`.execute(h.database.db);
-      if (rows[0]!.n > 0) break;
-      if (Date.now() > deadline) throw new Error('the create never waited on the user row');
-      await sleep(10);
-    }
+    await until(
+      'the create waits on the user row',
+      async () => (await sessionsWaitingOnLocks(h.database.db)) > 0,
+    );
     gate.open();
     await removal;
     const res = await create;

@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import { type Database, migrate, openDatabase } from '../../src/db/database.ts';
 import { type Completion, completeDeliveries } from '../../src/events/delivery-queue.ts';
 import { createAccount } from '../../src/modules/accounts/service.ts';
 import { deleteWebhook } from '../../src/modules/webhooks/repo.ts';
-import { latch } from '../helpers/concurrency.ts';
+import { latch, sessionsWaitingOnLocks, until } from '../helpers/concurrency.ts';
 import { createTestDatabase, postgresSkipReason } from '../helpers/databases.ts';
 
 const NOW = '2026-03-01T00:00:00.000Z';
@@ -37,19 +36,7 @@ describe('PostgreSQL: deleting a webhook while an outcome of its delivery is wri
     await drop?.();
   });
 
-  /** Statements of this database's sessions waiting on a lock. */
-  const waiting = async () =>
-    (
-      await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
-        WHERE datname = current_database() AND wait_event_type = 'Lock'`.execute(database.db)
-    ).rows[0]!.n;
-  const until = async (what: string, check: () => Promise<boolean>) => {
-    const deadline = Date.now() + 10_000;
-    while (!(await check())) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-      await sleep(10);
-    }
-  };
+  const waiting = () => sessionsWaitingOnLocks(database.db);
 
   it('leaves no attempt row behind when the deletion meets a successful outcome in flight', async () => {
     const db = database.db;

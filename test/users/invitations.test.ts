@@ -1,13 +1,11 @@
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, it } from 'node:test';
-import { newId } from '../../src/lib/ids.ts';
 import { createMailer } from '../../src/mail/mailer.ts';
 import { createMailSender } from '../../src/mail/sender.ts';
-import { hashSecret } from '../../src/modules/api-keys/tokens.ts';
 import { describeEachDatabase, type Harness, type TestAccount } from '../helpers/harness.ts';
+import { liveInvitationToken } from '../helpers/invitations.ts';
 import { partOf, startSmtpServer, type TestSmtpServer } from '../helpers/smtp-server.ts';
 
 const tokenIn = (raw: string) => {
@@ -212,22 +210,7 @@ describeEachDatabase('invitations: concurrent re-sends and accepts, withdrawn ma
     return res.body.data.id as string;
   };
   /** A further working token of the user's, written as an invitation would be (known to the test). */
-  const liveToken = async (userId: string) => {
-    const token = `adsinv_${randomBytes(32).toString('base64url')}`;
-    await h.database.db
-      .insertInto('invitations')
-      .values({
-        account_id: acc.id,
-        id: newId('invitation'),
-        user_id: userId,
-        token_hash: hashSecret(token),
-        expires_at: new Date(Date.now() + 3600_000).toISOString(),
-        used_at: null,
-        created_at: new Date().toISOString(),
-      })
-      .execute();
-    return token;
-  };
+  const liveToken = (userId: string) => liveInvitationToken(h.database.db, acc.id, userId);
   const liveInvitations = async (userId: string) =>
     (
       await h.database.db

@@ -1,11 +1,9 @@
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import { newId } from '../../src/lib/ids.ts';
-import { generateApiKey, hashSecret } from '../../src/modules/api-keys/tokens.ts';
-import { latch } from '../helpers/concurrency.ts';
+import { generateApiKey } from '../../src/modules/api-keys/tokens.ts';
+import { latch, sessionsWaitingOnLocks, until } from '../helpers/concurrency.ts';
 import { postgresSkipReason } from '../helpers/databases.ts';
 import {
   createHarness,
@@ -13,6 +11,7 @@ import {
   type TestAccount,
   type TestResponse,
 } from '../helpers/harness.ts';
+import { liveInvitationToken } from '../helpers/invitations.ts';
 
 describeEachDatabase('members: a role change or removal racing the acceptance of the invitation', (h) => {
   let acc: TestAccount;
@@ -24,20 +23,8 @@ describeEachDatabase('members: a role change or removal racing the acceptance of
   const invited = async (email: string, role = 'member') => {
     const res = await h.request('POST', '/v1/users', { key: acc.adminKey, body: { email, role } });
     assert.equal(res.status, 201, res.raw);
-    const token = `adsinv_${randomBytes(32).toString('base64url')}`;
-    await h.database.db
-      .insertInto('invitations')
-      .values({
-        account_id: acc.id,
-        id: newId('invitation'),
-        user_id: res.body.data.id,
-        token_hash: hashSecret(token),
-        expires_at: new Date(Date.now() + 3_600_000).toISOString(),
-        used_at: null,
-        created_at: new Date().toISOString(),
-      })
-      .execute();
-    return { id: res.body.data.id as string, token };
+    const id = res.body.data.id as string;
+    return { id, token: await liveInvitationToken(h.database.db, acc.id, id) };
   };
 
   it('answers both without a 5xx, and the role change reports the status the user has', async () => {
@@ -107,15 +94,12 @@ describe('PostgreSQL: a role change or removal meeting an acceptance in flight',
       .map((e) => JSON.parse(e.payload).data)
       .filter((d) => d.id === userId);
 
-  const waitingOnLocks = async () => {
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
-        WHERE datname = current_database() AND wait_event_type = 'Lock'`.execute(h.database.db);
-      if (rows[0]!.n > 0) return;
-      if (Date.now() > deadline) throw new Error('nothing waited on a lock');
-      await sleep(10);
-    }
+  /** A new account and an invited member of it. */
+  const invitedMember = async (email: string) => {
+    const acc = await h.account('enterprise');
+    const res = await h.request('POST', '/v1/users', { key: acc.adminKey, body: { email, role: 'member' } });
+    assert.equal(res.status, 201, res.raw);
+    return { acc, userId: res.body.data.id as string };
   };
 
   /** Runs `change` while a transaction like an acceptance's holds the user and then writes a key. */
@@ -138,19 +122,17 @@ describe('PostgreSQL: a role change or removal meeting an acceptance in flight',
     });
     await locked.opened;
     const answer = change();
-    await waitingOnLocks();
+    await until(
+      'the change waits on the user row',
+      async () => (await sessionsWaitingOnLocks(h.database.db)) > 0,
+    );
     gate.open();
     await acceptance;
     return answer;
   };
 
   it('changes the role after the acceptance commits, and answers with the active status', async () => {
-    const acc = await h.account('enterprise');
-    const invite = await h.request('POST', '/v1/users', {
-      key: acc.adminKey,
-      body: { email: 'inflight-role@example.com', role: 'member' },
-    });
-    const userId = invite.body.data.id as string;
+    const { acc, userId } = await invitedMember('inflight-role@example.com');
     const res = await duringAcceptance(acc.id, userId, () =>
       h.request('PATCH', `/v1/users/${userId}`, { key: acc.adminKey, body: { role: 'admin' } }),
     );
@@ -163,12 +145,7 @@ describe('PostgreSQL: a role change or removal meeting an acceptance in flight',
   });
 
   it('removes the user after the acceptance commits, key included', async () => {
-    const acc = await h.account('enterprise');
-    const invite = await h.request('POST', '/v1/users', {
-      key: acc.adminKey,
-      body: { email: 'inflight-remove@example.com', role: 'member' },
-    });
-    const userId = invite.body.data.id as string;
+    const { acc, userId } = await invitedMember('inflight-remove@example.com');
     const res = await duringAcceptance(acc.id, userId, () =>
       h.request('DELETE', `/v1/users/${userId}`, { key: acc.adminKey }),
     );
