@@ -209,6 +209,9 @@ describeEachDatabase('invitations: concurrent re-sends and accepts, withdrawn ma
     assert.equal(res.status, 201);
     return res.body.data.id as string;
   };
+  /** How many API keys the user holds. */
+  const keysOf = async (userId: string) =>
+    (await h.database.db.selectFrom('api_keys').select('id').where('user_id', '=', userId).execute()).length;
   /** A further working token of the user's, written as an invitation would be (known to the test). */
   const liveToken = (userId: string) => liveInvitationToken(h.database.db, acc.id, userId);
   const liveInvitations = async (userId: string) =>
@@ -249,12 +252,7 @@ describeEachDatabase('invitations: concurrent re-sends and accepts, withdrawn ma
       tokens.map((token) => h.request('POST', '/v1/invitations/accept', { body: { token } })),
     );
     assert.deepEqual(accepted.map((r) => r.status).sort(), [200, 400]);
-    const keys = await h.database.db
-      .selectFrom('api_keys')
-      .select('id')
-      .where('user_id', '=', userId)
-      .execute();
-    assert.equal(keys.length, 1);
+    assert.equal(await keysOf(userId), 1);
   });
 
   it('replays an acceptance retried with its Idempotency-Key, its one-time key included, to the token only', async () => {
@@ -269,12 +267,7 @@ describeEachDatabase('invitations: concurrent re-sends and accepts, withdrawn ma
     assert.equal(again.status, 200, again.raw);
     assert.equal(again.headers['idempotent-replayed'], 'true');
     assert.equal(again.body.data.api_key.key, first.body.data.api_key.key);
-    const keys = await h.database.db
-      .selectFrom('api_keys')
-      .select('id')
-      .where('user_id', '=', userId)
-      .execute();
-    assert.equal(keys.length, 1);
+    assert.equal(await keysOf(userId), 1);
     // The same Idempotency-Key with another token (or none of the user's) replays nothing.
     const stranger = await h.request('POST', '/v1/invitations/accept', {
       body: { token: `adsinv_${'B'.repeat(43)}` },
