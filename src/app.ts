@@ -84,10 +84,10 @@ function buildLazySerializer(externalSchemas: unknown, options: unknown) {
     });
 }
 
-/** Builds the HTTP app over an open, migrated database. Reads no environment, listens on nothing. */
 /** Longest path parameter the router matches (see routerOptions). */
 const MAX_PARAM_LENGTH = 16 * 1024;
 
+/** Builds the HTTP app over an open, migrated database. Reads no environment, listens on nothing. */
 export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promise<FastifyInstance> {
   const { config } = ctx;
   const app = Fastify({

@@ -176,7 +176,7 @@ export async function migrate(
  * process refuses to start rather than run against a schema it would misuse. Migrations up to 0024
  * predate the table and record nothing.
  */
-export const SCHEMA_BREAKS_TABLE = 'schema_breaks';
+const SCHEMA_BREAKS_TABLE = 'schema_breaks';
 
 /** For a migration that is not additive: records it in SCHEMA_BREAKS_TABLE (see there). */
 export async function recordSchemaBreak(db: Kysely<unknown> | Database['db'], name: string): Promise<void> {

@@ -51,9 +51,11 @@ function charsetOf(contentType: string | undefined): string | null {
 
 /**
  * Fastify's own JSON parser (secure-json-parse, refusing `__proto__` and `constructor.prototype`
- * keys, with a message that names them: the body is valid JSON) behind two checks: the body is UTF-8 (RFC 8259), strictly (a byte that is not would
- * otherwise become U+FFFD and be stored changed), and its depth is bounded: `400 invalid_json`.
- * A charset other than UTF-8, or any Content-Encoding but identity, is `400 invalid_content_type`.
+ * keys, with a message that names them, as the body is valid JSON) behind two checks: the body is
+ * UTF-8 (RFC 8259), strictly (a byte that is not would otherwise become U+FFFD and be stored
+ * changed), and its depth is bounded: `400 invalid_json`. A charset other than UTF-8, or any
+ * Content-Encoding but identity, is `400 invalid_content_type`. An empty body on an operation that
+ * takes none is no body.
  */
 export function installJsonBody(app: FastifyInstance) {
   const parse = app.getDefaultJsonParser('error', 'error');
