@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -89,6 +90,9 @@ export async function startHttpsReceiver(opts: HttpsReceiverOptions = {}): Promi
   const requests: ReceivedRequest[] = [];
   let handler: ReceiverHandler = opts.handler ?? (() => ({ status: 200 }));
   const abort = new AbortController();
+  // Every delayed answer waits on this one signal (close() cuts them all short), and a test may hold
+  // more than Node's default of 10 at once: not a leak, each listener goes when its wait ends.
+  setMaxListeners(0, abort.signal);
 
   const server = https.createServer({ key, cert }, (req, res) => {
     const chunks: Buffer[] = [];
