@@ -31,3 +31,17 @@ export function isoString(ms: number): string {
 export function isoNow(clock: Clock = systemClock): string {
   return isoString(clock());
 }
+
+/**
+ * Now, or one millisecond after `previous` when the clock has not passed it: the time of a change to
+ * a record last changed at `previous` (an ISO string as {@link isoNow} writes). Read under the
+ * record's lock, it makes the timestamps of one object's (or member's) events strictly increase,
+ * even for two changes in one millisecond or from servers whose clocks differ a little, so that a
+ * webhook receiver can order them by `timestamp` as docs/webhooks.md tells it to.
+ */
+export function isoAfter(clock: Clock, previous: string | null | undefined): string {
+  const now = clock();
+  if (!previous) return isoString(now);
+  const last = Date.parse(previous);
+  return isoString(now > last ? now : last + 1);
+}

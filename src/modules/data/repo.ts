@@ -151,6 +151,6 @@ export async function deleteDataObject(db: Db, accountId: string, id: string) {
     .deleteFrom('data_objects')
     .where('account_id', '=', accountId)
     .where('id', '=', id)
-    .returning(['id', 'title', 'type'])
+    .returning(['id', 'title', 'type', 'created_at', 'updated_at'])
     .executeTakeFirst();
 }

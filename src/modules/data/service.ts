@@ -3,7 +3,7 @@ import { recordEvent } from '../../events/outbox.ts';
 import { invalidField, notFound } from '../../http/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { titleSortKey } from '../../lib/sort-key.ts';
-import { isoNow } from '../../lib/time.ts';
+import { isoAfter, isoNow } from '../../lib/time.ts';
 import { indexDataObject, reindexDataObject, unindexDataObject } from '../../search/search-index.ts';
 import {
   type DataRow,
@@ -133,7 +133,7 @@ export async function patchData(ctx: AppContext, accountId: string, id: string, 
     if (input.metadata !== undefined) next.metadata = JSON.stringify(input.metadata);
     const changed = PATCHABLE.filter((f) => next[f] !== row[f] && !sameJson(f, next[f], row[f]));
     if (changed.length === 0) return toDataObject(row);
-    const now = isoNow(ctx.clock);
+    const now = isoAfter(ctx.clock, row.updated_at ?? row.created_at);
     next.updated_at = now;
     const { account_id: _a, id: _i, created_at: _c, ...patch } = next;
     await updateDataObject(trx, accountId, id, patch);
@@ -164,6 +164,8 @@ export async function deleteData(ctx: AppContext, accountId: string, id: string)
     await unindexDataObject(trx, ctx.database.dialect, accountId, id);
     const gone = await deleteDataObject(trx, accountId, id);
     if (!gone) throw notFound('data object', id);
-    await recordEvent(trx, ctx.database.dialect, accountId, 'data.deleted', gone, isoNow(ctx.clock));
+    const { created_at, updated_at, ...data } = gone;
+    const at = isoAfter(ctx.clock, updated_at ?? created_at);
+    await recordEvent(trx, ctx.database.dialect, accountId, 'data.deleted', data, at);
   });
 }

@@ -7,7 +7,7 @@ import { recordEvent } from '../../events/outbox.ts';
 import { AppError, notFound } from '../../http/errors.ts';
 import { newId } from '../../lib/ids.ts';
 import { secretBoxFor } from '../../lib/secrets.ts';
-import { isoNow } from '../../lib/time.ts';
+import { isoAfter, isoNow } from '../../lib/time.ts';
 import { renderInvitationEmail } from '../../mail/invitation-email.ts';
 import { cancelPendingMail, enqueueMail } from '../../mail/outbox.ts';
 import { findAccount } from '../accounts/repo.ts';
@@ -134,7 +134,7 @@ export async function changeRole(ctx: AppContext, accountId: string, userId: str
     if (!user) throw notFound('user', userId);
     if (user.role === role) return toUser(user);
     if (role !== 'admin') await guardLastAdmin(trx, user, 'demote');
-    const now = isoNow(ctx.clock);
+    const now = isoAfter(ctx.clock, user.updated_at);
     await updateUser(trx, accountId, userId, { role, updated_at: now });
     const next = { ...user, role, updated_at: now };
     await recordEvent(
@@ -166,7 +166,7 @@ export async function removeMember(ctx: AppContext, accountId: string, userId: s
       accountId,
       'user.deleted',
       eventData(user),
-      isoNow(ctx.clock),
+      isoAfter(ctx.clock, user.updated_at),
     );
   });
 }
