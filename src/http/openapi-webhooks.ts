@@ -54,14 +54,22 @@ const SUMMARIES: Record<string, [string, TSchema]> = {
 
 /** `{id, event, timestamp, account_id, data}` of decisions §7 for one event name. */
 function payloadSchema(event: string, data: TSchema) {
+  const test = event === TEST_EVENT;
   return Type.Object(
     {
       id: Type.String({
-        description: 'The event id; also the webhook-id header, stable across retries.',
+        description: test
+          ? 'A fresh event id for this ping; also the webhook-id header.'
+          : 'The event id; also the webhook-id header, stable across retries.',
         examples: [`evt_${ULID}`],
       }),
       event: Type.String({ enum: [event] }),
-      timestamp: { ...Timestamp, description: 'When the change happened.' },
+      timestamp: {
+        ...Timestamp,
+        description: test
+          ? 'When the ping was sent.'
+          : "When the change was committed; one object's (or member's) events have strictly increasing timestamps.",
+      },
       account_id: Type.String({ examples: [`acc_${ULID}`] }),
       data,
     },
@@ -78,14 +86,19 @@ const header = (name: string, required: boolean, description: string, example: s
   example,
 });
 
-const HEADERS = [
-  header('X-Service-Event', true, 'The event name.', 'data.created'),
+const deliveryHeader = (test: boolean) =>
   header(
     'X-Service-Delivery',
     true,
-    'The delivery id, stable across retries of this delivery.',
+    test
+      ? 'A fresh delivery id for this ping (pings are not stored).'
+      : 'The delivery id, stable across retries of this delivery.',
     `whd_${ULID}`,
-  ),
+  );
+
+const HEADERS = [
+  header('X-Service-Event', true, 'The event name.', 'data.created'),
+  deliveryHeader(false),
   header(
     'X-Service-Signature',
     false,
@@ -107,12 +120,26 @@ const HEADERS = [
   ),
 ];
 
-const DESCRIPTION = [
-  'Sent as `POST` to each active webhook subscribed to the event (or to `*`), at least once.',
+const VERIFY = [
   'Verify `X-Service-Signature` or the Standard Webhooks headers with the webhook secret before trusting the body,',
   'and deduplicate on `webhook-id`. The TypeScript client exports `verifyWebhook` for both.',
+];
+
+const DESCRIPTION = [
+  'Sent as `POST` to each active webhook subscribed to the event (or to `*`), at least once.',
+  ...VERIFY,
   'A `2xx` within 10 s is success; anything else is retried about 1 min, 5 min, 30 min, 2 h and 8 h later',
   "(the receiver's `Retry-After` is honoured within that schedule). `410 Gone` disables the webhook at once.",
+].join(' ');
+
+// A ping goes to the one webhook asked for, disabled or not, once: it is neither stored nor retried,
+// and its answer, whatever it is, only comes back in the result of POST /v1/webhooks/{id}/test.
+const TEST_DESCRIPTION = [
+  'Sent as `POST` once, only when `POST /v1/webhooks/{id}/test` asks for it, to that webhook whatever',
+  'its status and events (a disabled one too, to check a fix before re-enabling it). It is signed like',
+  'every delivery. It is not stored and never retried, and its answer (even `410 Gone`) changes',
+  'nothing: the call reports it as `{success, status_code, latency_ms, error, event_id}`.',
+  ...VERIFY,
 ].join(' ');
 
 /**
@@ -127,28 +154,40 @@ export function webhooksSection(): Record<string, unknown> {
     if (!known) throw new Error(`openapi: no payload schema for event ${event}`);
     const [summary, data] = known;
     const schema = payloadSchema(event, data) as unknown as Record<string, unknown>;
+    const test = event === TEST_EVENT;
     section[event] = {
       post: {
         operationId: `webhook${event.replace(/(^|\.)([a-z])/g, (_m, _d, c: string) => c.toUpperCase())}`,
         summary: `${event}: ${summary}`,
-        description: DESCRIPTION,
+        description: test ? TEST_DESCRIPTION : DESCRIPTION,
         tags: ['Webhook events'],
-        parameters: HEADERS.map((h) => ({
-          ...h,
-          ...(h.name === 'X-Service-Event' ? { example: event } : {}),
-        })),
+        parameters: HEADERS.map((h) =>
+          h.name === 'X-Service-Event'
+            ? { ...h, example: event }
+            : h.name === 'X-Service-Delivery'
+              ? deliveryHeader(test)
+              : h,
+        ),
         requestBody: {
           required: true,
           content: { 'application/json': { schema, example: sample(schema, {}) } },
         },
-        responses: {
-          '2XX': { description: 'Received. Any 2xx within 10 seconds counts as delivered.' },
-          '410': { description: 'Gone: the service disables this webhook and stops sending.' },
-          default: {
-            description:
-              'Any other status, a redirect or no answer within 10 seconds: the delivery is retried on the schedule.',
-          },
-        },
+        responses: test
+          ? {
+              '2XX': { description: 'Reported as `success: true`.' },
+              default: {
+                description:
+                  'Any other status, a redirect or no answer within 10 seconds: reported as `success: false`; nothing is retried or disabled.',
+              },
+            }
+          : {
+              '2XX': { description: 'Received. Any 2xx within 10 seconds counts as delivered.' },
+              '410': { description: 'Gone: the service disables this webhook and stops sending.' },
+              default: {
+                description:
+                  'Any other status, a redirect or no answer within 10 seconds: the delivery is retried on the schedule.',
+              },
+            },
       },
     };
   }

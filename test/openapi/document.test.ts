@@ -128,6 +128,20 @@ describe('OpenAPI document', () => {
     }
   });
 
+  it('describes the webhook.test ping as it is: on demand, not stored, never retried, 410 changes nothing', () => {
+    // docs/webhooks.md, "Test ping"; test/webhooks/lifecycle.test.ts proves the behaviour.
+    const ping = doc.webhooks['webhook.test'].post;
+    assert.match(ping.description, /never retried/);
+    assert.match(ping.description, /disabled one too/);
+    assert.doesNotMatch(ping.description, /disables the webhook|retried about/);
+    assert.equal(ping.responses['410'], undefined);
+    const delivery = (ping.parameters as Json[]).find((p) => p.name === 'X-Service-Delivery');
+    assert.doesNotMatch(delivery.description, /retries/);
+    const created = doc.webhooks['data.created'].post;
+    assert.match(created.description, /410 Gone. disables the webhook/);
+    assert.ok(created.responses['410']);
+  });
+
   it('has examples that are valid against their own schemas', () => {
     const ajv = new Ajv2020Module.default({ strict: false, validateSchema: false, allErrors: true });
     addFormatsModule.default(ajv);

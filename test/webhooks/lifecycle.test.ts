@@ -241,6 +241,18 @@ describeEachDatabase(
       assert.equal(refused.body.data.status_code, null);
       assert.match(refused.body.data.error, /ECONNREFUSED/);
     });
+
+    it('test ping: 410 Gone is reported, and neither disables the webhook nor is retried', async () => {
+      const p = uniquePath('ping-gone');
+      answer(p, () => ({ status: 410 }));
+      const id = await registerWebhook(h, acc, { url: rx.url + p, events: ['data.deleted'] });
+      const res = await h.request('POST', `/v1/webhooks/${id}/test`, { key: acc.adminKey });
+      assert.deepEqual([res.body.data.success, res.body.data.status_code], [false, 410]);
+      const hook = await h.request('GET', `/v1/webhooks/${id}`, { key: acc.adminKey });
+      assert.deepEqual([hook.body.data.status, hook.body.data.disabled_reason], ['active', null]);
+      assert.deepEqual(await deliveriesOf(h, acc.adminKey, id), [], 'nothing stored to retry');
+      assert.equal(requestsTo(rx, p).length, 1);
+    });
   },
   {
     env: {

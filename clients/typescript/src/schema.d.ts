@@ -555,7 +555,7 @@ export interface webhooks {
     put?: never;
     /**
      * webhook.test: A test ping from POST /v1/webhooks/{id}/test
-     * @description Sent as `POST` to each active webhook subscribed to the event (or to `*`), at least once. Verify `X-Service-Signature` or the Standard Webhooks headers with the webhook secret before trusting the body, and deduplicate on `webhook-id`. The TypeScript client exports `verifyWebhook` for both. A `2xx` within 10 s is success; anything else is retried about 1 min, 5 min, 30 min, 2 h and 8 h later (the receiver's `Retry-After` is honoured within that schedule). `410 Gone` disables the webhook at once.
+     * @description Sent as `POST` once, only when `POST /v1/webhooks/{id}/test` asks for it, to that webhook whatever its status and events (a disabled one too, to check a fix before re-enabling it). It is signed like every delivery. It is not stored and never retried, and its answer (even `410 Gone`) changes nothing: the call reports it as `{success, status_code, latency_ms, error, event_id}`. Verify `X-Service-Signature` or the Standard Webhooks headers with the webhook secret before trusting the body, and deduplicate on `webhook-id`. The TypeScript client exports `verifyWebhook` for both.
      */
     post: operations['webhookWebhookTest'];
     delete?: never;
@@ -5450,7 +5450,7 @@ export interface operations {
           event: 'data.created';
           /**
            * Format: date-time
-           * @description When the change happened.
+           * @description When the change was committed; one object's (or member's) events have strictly increasing timestamps.
            * @example 2026-11-22T02:42:16.123Z
            */
           timestamp: string;
@@ -5558,7 +5558,7 @@ export interface operations {
           event: 'data.updated';
           /**
            * Format: date-time
-           * @description When the change happened.
+           * @description When the change was committed; one object's (or member's) events have strictly increasing timestamps.
            * @example 2026-11-22T02:42:16.123Z
            */
           timestamp: string;
@@ -5670,7 +5670,7 @@ export interface operations {
           event: 'data.deleted';
           /**
            * Format: date-time
-           * @description When the change happened.
+           * @description When the change was committed; one object's (or member's) events have strictly increasing timestamps.
            * @example 2026-11-22T02:42:16.123Z
            */
           timestamp: string;
@@ -5775,7 +5775,7 @@ export interface operations {
           event: 'user.created';
           /**
            * Format: date-time
-           * @description When the change happened.
+           * @description When the change was committed; one object's (or member's) events have strictly increasing timestamps.
            * @example 2026-11-22T02:42:16.123Z
            */
           timestamp: string;
@@ -5888,7 +5888,7 @@ export interface operations {
           event: 'user.updated';
           /**
            * Format: date-time
-           * @description When the change happened.
+           * @description When the change was committed; one object's (or member's) events have strictly increasing timestamps.
            * @example 2026-11-22T02:42:16.123Z
            */
           timestamp: string;
@@ -6005,7 +6005,7 @@ export interface operations {
           event: 'user.deleted';
           /**
            * Format: date-time
-           * @description When the change happened.
+           * @description When the change was committed; one object's (or member's) events have strictly increasing timestamps.
            * @example 2026-11-22T02:42:16.123Z
            */
           timestamp: string;
@@ -6061,7 +6061,7 @@ export interface operations {
          */
         'X-Service-Event': string;
         /**
-         * @description The delivery id, stable across retries of this delivery.
+         * @description A fresh delivery id for this ping (pings are not stored).
          * @example whd_01JD4Z5T8N3QK9W2V7R6M1B0XC
          */
         'X-Service-Delivery': string;
@@ -6104,7 +6104,7 @@ export interface operations {
          */
         'application/json': {
           /**
-           * @description The event id; also the webhook-id header, stable across retries.
+           * @description A fresh event id for this ping; also the webhook-id header.
            * @example evt_01JD4Z5T8N3QK9W2V7R6M1B0XC
            */
           id: string;
@@ -6112,7 +6112,7 @@ export interface operations {
           event: 'webhook.test';
           /**
            * Format: date-time
-           * @description When the change happened.
+           * @description When the ping was sent.
            * @example 2026-11-22T02:42:16.123Z
            */
           timestamp: string;
@@ -6126,21 +6126,14 @@ export interface operations {
       };
     };
     responses: {
-      /** @description Gone: the service disables this webhook and stops sending. */
-      410: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content?: never;
-      };
-      /** @description Received. Any 2xx within 10 seconds counts as delivered. */
+      /** @description Reported as `success: true`. */
       '2XX': {
         headers: {
           [name: string]: unknown;
         };
         content?: never;
       };
-      /** @description Any other status, a redirect or no answer within 10 seconds: the delivery is retried on the schedule. */
+      /** @description Any other status, a redirect or no answer within 10 seconds: reported as `success: false`; nothing is retried or disabled. */
       default: {
         headers: {
           [name: string]: unknown;
