@@ -19,7 +19,7 @@ const BY_NAME: Record<string, unknown> = {
   email: 'ada@example.com',
   url: 'https://hooks.example.com/ads',
   secret: 'whsec-correct-horse-battery-staple',
-  token: 'inv_7Q2vJ0x9Kc3mW8pL5rT1sB6nD4fH0gY2aE9uZ3cV8iO',
+  token: 'adsinv_7Q2vJ0x9Kc3mW8pL5rT1sB6nD4fH0gY2aE9uZ3cV8iO',
   key: 'ads_Jm9vQ2x8Kc3mW8pL5rT1sB6nD4fH0gY2aE9uZ3cV8iO',
   prefix: 'ads_Jm9vQ2x8',
   q: 'quarterly report -draft',
@@ -30,6 +30,7 @@ const BY_NAME: Record<string, unknown> = {
   next_attempt_at: null,
   updated_at: WHEN,
   event: 'data.created',
+  status: 'active',
   total: 1,
   page: 1,
   pages: 1,
@@ -71,6 +72,8 @@ const ID_BY_PARENT: Record<string, string> = {
 };
 
 const TAG_EXAMPLES = ['finance', 'q3'];
+/** A member's scopes (decisions §3): what a member's first key and most keys carry. */
+const MEMBER_SCOPES = ['read', 'write'];
 
 interface Place {
   name?: string;
@@ -142,6 +145,7 @@ function sampleObject(schema: Schema, components: ComponentSchemas, at: Place): 
 function sampleArray(schema: Schema, components: ComponentSchemas, at: Place) {
   if (schema.maxItems === 0) return [];
   if (at.name === 'tags') return TAG_EXAMPLES;
+  if (at.name === 'scopes') return MEMBER_SCOPES;
   const itemName = at.name === 'events' ? 'event' : at.name === 'filter' ? 'filter' : undefined;
   const item = walk((schema.items ?? {}) as Schema, components, {
     name: itemName,
@@ -201,4 +205,37 @@ function walk(schema: Schema, components: ComponentSchemas, at: Place): unknown 
     default:
       return s.properties ? sampleObject(s, components, at) : null;
   }
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: examples are free-form JSON.
+type Example = any;
+
+/**
+ * What the schemas cannot tell about one operation's answer, applied to the example sampled from
+ * them (`METHOD path status`): the examples must show what the service really answers there.
+ */
+const FACTS: Record<string, (example: Example) => void> = {
+  // A new object has not changed yet (docs/api.md).
+  'post /v1/data 201': (e) => {
+    e.data.updated_at = null;
+  },
+  // Free plan windows: the usage limits are the plan's, not a page size.
+  'get /v1/account 200': (e) => {
+    Object.assign(e.data.usage.minute, { used: 3, limit: 60, remaining: 57 });
+    Object.assign(e.data.usage.day, { used: 3, limit: 10000, remaining: 9997 });
+  },
+  // Only Redis counters can be degraded; one process's own never are.
+  'get /readyz 200': (e) => {
+    e.checks.rate_limiter = { backend: 'memory', degraded: false };
+  },
+  'get /readyz 503': (e) => {
+    e.status = 'unavailable';
+    e.checks.database = false;
+    e.checks.rate_limiter = { backend: 'memory', degraded: false };
+  },
+};
+
+/** Applies the known facts of `method path status` to its sampled example, in place. */
+export function adjustExample(method: string, path: string, status: string, example: unknown): void {
+  FACTS[`${method} ${path} ${status}`]?.(example);
 }

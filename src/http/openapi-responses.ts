@@ -1,5 +1,5 @@
 import { ERROR_STATUS, type ErrorCode } from './errors.ts';
-import { type ComponentSchemas, sample } from './openapi-examples.ts';
+import { adjustExample, type ComponentSchemas, sample } from './openapi-examples.ts';
 import { SCOPE_EXTENSION } from './openapi-routes.ts';
 import { IDEMPOTENCY_KEY, RESPONSE_HEADERS } from './schemas.ts';
 
@@ -199,7 +199,10 @@ function enrichResponses(op: Json, t: Traits, probe: boolean, components: Compon
       media.examples = Object.fromEntries(
         codesFor(status, t).map((code) => [code, { summary: code, value: errorExample(code, t) }]),
       );
-    } else media.example = sample(media.schema, components);
+    } else {
+      media.example = sample(media.schema, components);
+      adjustExample(t.method, t.path, key, media.example);
+    }
   }
   // Keep the statuses in numeric order so the reference reads top to bottom.
   op.responses = Object.fromEntries(Object.entries(responses).sort(([a], [b]) => a.localeCompare(b)));

@@ -136,10 +136,34 @@ describe('OpenAPI document', () => {
     assert.doesNotMatch(ping.description, /disables the webhook|retried about/);
     assert.equal(ping.responses['410'], undefined);
     const delivery = (ping.parameters as Json[]).find((p) => p.name === 'X-Service-Delivery');
-    assert.doesNotMatch(delivery.description, /retries/);
+    assert.doesNotMatch(String(delivery?.description), /retries/);
     const created = doc.webhooks['data.created'].post;
     assert.match(created.description, /410 Gone. disables the webhook/);
     assert.ok(created.responses['410']);
+  });
+
+  it('shows in its examples what the service answers where the schema alone cannot tell', () => {
+    const example = (path: string, method: string, status: string) =>
+      doc.paths[path][method].responses[status].content['application/json'].example;
+    const accept = doc.paths['/v1/invitations/accept'].post;
+    assert.match(accept.requestBody.content['application/json'].example.token, /^adsinv_[A-Za-z0-9_-]{43}$/);
+    const accepted = example('/v1/invitations/accept', 'post', '200').data;
+    assert.equal(accepted.user.status, 'active');
+    assert.deepEqual(accepted.api_key.scopes, ['read', 'write']);
+    assert.equal(example('/v1/data', 'post', '201').data.updated_at, null);
+    const usage = example('/v1/account', 'get', '200').data.usage;
+    assert.deepEqual([usage.minute.limit, usage.day.limit], [60, 10000]);
+    assert.equal(usage.minute.used + usage.minute.remaining, usage.minute.limit);
+    assert.equal(usage.day.used + usage.day.remaining, usage.day.limit);
+    const unready = example('/readyz', 'get', '503');
+    assert.deepEqual([unready.status, unready.checks.database], ['unavailable', false]);
+    assert.equal(example('/readyz', 'get', '200').status, 'ok');
+    for (const status of ['200', '503']) {
+      assert.deepEqual(example('/readyz', 'get', status).checks.rate_limiter, {
+        backend: 'memory',
+        degraded: false,
+      });
+    }
   });
 
   it('has examples that are valid against their own schemas', () => {

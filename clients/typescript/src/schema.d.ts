@@ -815,8 +815,7 @@ export interface operations {
            *         "database": true,
            *         "rate_limiter": {
            *           "backend": "memory",
-           *           "degraded": true,
-           *           "detail": "text"
+           *           "degraded": false
            *         }
            *       }
            *     }
@@ -858,13 +857,12 @@ export interface operations {
         content: {
           /**
            * @example {
-           *       "status": "ok",
+           *       "status": "unavailable",
            *       "checks": {
-           *         "database": true,
+           *         "database": false,
            *         "rate_limiter": {
            *           "backend": "memory",
-           *           "degraded": true,
-           *           "detail": "text"
+           *           "degraded": false
            *         }
            *       }
            *     }
@@ -956,14 +954,14 @@ export interface operations {
            *           "api_key_id": "key_01JD4Z5T8N3QK9W2V7R6M1B0XC",
            *           "minute": {
            *             "used": 3,
-           *             "limit": 20,
+           *             "limit": 60,
            *             "remaining": 57,
            *             "reset_at": "2026-11-22T02:42:16.123Z"
            *           },
            *           "day": {
            *             "used": 3,
-           *             "limit": 20,
-           *             "remaining": 57,
+           *             "limit": 10000,
+           *             "remaining": 9997,
            *             "reset_at": "2026-11-22T02:42:16.123Z"
            *           }
            *         }
@@ -1374,7 +1372,7 @@ export interface operations {
            *           "department": "text"
            *         },
            *         "created_at": "2026-11-22T02:42:16.123Z",
-           *         "updated_at": "2026-11-22T02:42:16.123Z"
+           *         "updated_at": null
            *       },
            *       "meta": {
            *         "request_id": "req_01JD4Z5T8N3QK9W2V7R6M1B0XC",
@@ -2201,7 +2199,8 @@ export interface operations {
            *             "name": "CI deploy key",
            *             "prefix": "ads_Jm9vQ2x8",
            *             "scopes": [
-           *               "read"
+           *               "read",
+           *               "write"
            *             ],
            *             "user_id": "usr_01JD4Z5T8N3QK9W2V7R6M1B0XC",
            *             "created_at": "2026-11-22T02:42:16.123Z"
@@ -2364,7 +2363,8 @@ export interface operations {
          * @example {
          *       "name": "CI deploy key",
          *       "scopes": [
-         *         "read"
+         *         "read",
+         *         "write"
          *       ]
          *     }
          */
@@ -2395,7 +2395,8 @@ export interface operations {
            *         "name": "CI deploy key",
            *         "prefix": "ads_Jm9vQ2x8",
            *         "scopes": [
-           *           "read"
+           *           "read",
+           *           "write"
            *         ],
            *         "user_id": "usr_01JD4Z5T8N3QK9W2V7R6M1B0XC",
            *         "created_at": "2026-11-22T02:42:16.123Z",
@@ -2942,7 +2943,7 @@ export interface operations {
            *             "id": "usr_01JD4Z5T8N3QK9W2V7R6M1B0XC",
            *             "email": "ada@example.com",
            *             "role": "member",
-           *             "status": "invited",
+           *             "status": "active",
            *             "created_at": "2026-11-22T02:42:16.123Z"
            *           }
            *         ],
@@ -3123,7 +3124,7 @@ export interface operations {
            *         "id": "usr_01JD4Z5T8N3QK9W2V7R6M1B0XC",
            *         "email": "ada@example.com",
            *         "role": "member",
-           *         "status": "invited",
+           *         "status": "active",
            *         "created_at": "2026-11-22T02:42:16.123Z"
            *       },
            *       "meta": {
@@ -3453,7 +3454,7 @@ export interface operations {
            *         "id": "usr_01JD4Z5T8N3QK9W2V7R6M1B0XC",
            *         "email": "ada@example.com",
            *         "role": "member",
-           *         "status": "invited",
+           *         "status": "active",
            *         "created_at": "2026-11-22T02:42:16.123Z"
            *       },
            *       "meta": {
@@ -3639,7 +3640,7 @@ export interface operations {
            *         "id": "usr_01JD4Z5T8N3QK9W2V7R6M1B0XC",
            *         "email": "ada@example.com",
            *         "role": "member",
-           *         "status": "invited",
+           *         "status": "active",
            *         "created_at": "2026-11-22T02:42:16.123Z"
            *       },
            *       "meta": {
@@ -3807,7 +3808,7 @@ export interface operations {
       content: {
         /**
          * @example {
-         *       "token": "inv_7Q2vJ0x9Kc3mW8pL5rT1sB6nD4fH0gY2aE9uZ3cV8iO"
+         *       "token": "adsinv_7Q2vJ0x9Kc3mW8pL5rT1sB6nD4fH0gY2aE9uZ3cV8iO"
          *     }
          */
         'application/json': {
@@ -3831,14 +3832,15 @@ export interface operations {
            *           "id": "usr_01JD4Z5T8N3QK9W2V7R6M1B0XC",
            *           "email": "ada@example.com",
            *           "role": "member",
-           *           "status": "invited",
+           *           "status": "active",
            *           "created_at": "2026-11-22T02:42:16.123Z"
            *         },
            *         "api_key": {
            *           "id": "key_01JD4Z5T8N3QK9W2V7R6M1B0XC",
            *           "key": "ads_Jm9vQ2x8Kc3mW8pL5rT1sB6nD4fH0gY2aE9uZ3cV8iO",
            *           "scopes": [
-           *             "read"
+           *             "read",
+           *             "write"
            *           ]
            *         }
            *       },
@@ -5761,7 +5763,7 @@ export interface operations {
          *         "id": "usr_01JD4Z5T8N3QK9W2V7R6M1B0XC",
          *         "email": "ada@example.com",
          *         "role": "member",
-         *         "status": "invited"
+         *         "status": "active"
          *       }
          *     }
          */
@@ -5871,7 +5873,7 @@ export interface operations {
          *         "id": "usr_01JD4Z5T8N3QK9W2V7R6M1B0XC",
          *         "email": "ada@example.com",
          *         "role": "member",
-         *         "status": "invited",
+         *         "status": "active",
          *         "changed": [
          *           "role"
          *         ]
@@ -5991,7 +5993,7 @@ export interface operations {
          *         "id": "usr_01JD4Z5T8N3QK9W2V7R6M1B0XC",
          *         "email": "ada@example.com",
          *         "role": "member",
-         *         "status": "invited"
+         *         "status": "active"
          *       }
          *     }
          */
