@@ -76,6 +76,29 @@ describeEachDatabase('GET /search: filters, dates, sorting and pages', (h) => {
     it('takes a filter of 1,100 characters (no match), not one more', async () => {
       assert.deepEqual(await sorted({ filter: `tag:${'x'.repeat(1096)}` }), []);
     });
+
+    it('counts a filter in characters, as stored values are: a long astral value can be filtered on', async () => {
+      // 600 emoji: a valid metadata value (at most 1,000 characters), 1,200 UTF-16 units.
+      const value = '😀'.repeat(600);
+      const created = await h.request('POST', '/v1/data', {
+        key: acc.adminKey,
+        body: { title: 'astral', type: 'note', content: 'astral', metadata: { status: value, mood: value } },
+      });
+      assert.equal(created.status, 201, created.raw);
+      for (const filter of [`status:${value}`, `metadata.mood:${value}`]) {
+        const res = await search(h, acc.adminKey, { q: 'astral', filter });
+        assert.equal(res.status, 200, res.raw.slice(0, 200));
+        assert.deepEqual(
+          res.body.data.results.map((r: { id: string }) => r.id),
+          [created.body.data.id],
+        );
+      }
+      // 1,101 characters is still too long, and the message cuts no character in half.
+      const res = await search(h, acc.adminKey, { q: 'astral', filter: `tag:${'😀'.repeat(1097)}` });
+      assert.equal(res.status, 400);
+      assert.equal(res.body.error.code, 'invalid_filter');
+      assert.match(res.body.error.message, /^filter "tag:(😀){36}…" is longer than 1100 characters\.$/u);
+    });
   });
 
   describe('filters on keys and tags with quoting characters', () => {
@@ -298,6 +321,12 @@ describeEachDatabase('GET /search: filters, dates, sorting and pages', (h) => {
       ],
       [{ to: '0000-12-31' }, []],
       [{ to: '0000-01-01T00:00:00Z' }, []],
+      // Bounds finer than a millisecond: compared as sent, then rounded (from up, to down), so
+      // equal or ordered bounds within one millisecond are no error, they just admit nothing.
+      [{ from: '2026-02-01T00:00:00.0001Z', to: '2026-02-01T00:00:00.0001Z' }, []],
+      [{ from: '2026-02-01T00:00:00.0001Z', to: '2026-02-01T00:00:00.0009Z' }, []],
+      [{ from: '2026-01-31T23:59:59.9999Z', to: '2026-02-01T00:00:00.0000001Z' }, ['logs']],
+      [{ from: '2026-01-31T23:59:59.9999999Z', to: '2026-01-31' }, []],
     ];
     for (const [params, expected] of cases) {
       it(JSON.stringify(params), async () => {
@@ -323,6 +352,8 @@ describeEachDatabase('GET /search: filters, dates, sorting and pages', (h) => {
       { from: '2026-02-02', to: '2026-02-01' },
       { from: '2026-02-01T00:00:00.001Z', to: '2026-02-01T00:00:00Z' },
       { from: '0000-06-01', to: '0000-03-01' },
+      { from: '2026-02-01T00:00:00.0002Z', to: '2026-02-01T00:00:00.0001Z' },
+      { from: '2026-02-01T00:00:00.000000001Z', to: '2026-02-01T00:00:00Z' },
     ];
     for (const params of invalid) {
       it(`${JSON.stringify(params)} is 400 invalid_request`, async () => {

@@ -17,11 +17,28 @@ function invalidFilter(filter: string, why: string): AppError {
   return new AppError('invalid_filter', message, { details: [{ field: 'filter', message }] });
 }
 
+/** The code points of `text`, counted up to `cap` at most (a long text is not walked to its end). */
+function codePoints(text: string, cap: number): number {
+  let n = 0;
+  for (let i = 0; i < text.length && n < cap; i++, n++) {
+    const c = text.charCodeAt(i);
+    // A high surrogate followed by a low one is one character.
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) i++;
+    }
+  }
+  return n;
+}
+
 /** Parses each `field:value` filter; unknown fields, empty values and unknown types are invalid_filter. */
 export function parseFilters(filters: readonly string[]): SearchFilter[] {
   return filters.map((filter): SearchFilter => {
-    if (filter.length > MAX_FILTER_LENGTH) {
-      throw invalidFilter(`${filter.slice(0, 40)}…`, `is longer than ${MAX_FILTER_LENGTH} characters`);
+    // Characters as the body's limits count them (code points): a value stored within its limit
+    // can always be filtered on, whatever its script.
+    if (filter.length > MAX_FILTER_LENGTH && codePoints(filter, MAX_FILTER_LENGTH + 1) > MAX_FILTER_LENGTH) {
+      const start = Array.from(filter.slice(0, 80)).slice(0, 40).join('');
+      throw invalidFilter(`${start}…`, `is longer than ${MAX_FILTER_LENGTH} characters`);
     }
     const colon = filter.indexOf(':');
     if (colon <= 0) throw invalidFilter(filter, 'is not field:value');
@@ -73,19 +90,27 @@ function utc(y: number, mo: number, d: number, h = 0, mi = 0, s = 0, ms = 0): nu
   return ok ? date.getTime() : null;
 }
 
-/** One bound as epoch milliseconds: a date means its first (`from`) or last (`to`) instant UTC. */
-function parseBound(text: string, edge: 'from' | 'to'): number | null {
+/**
+ * One bound: `at`, epoch milliseconds to compare stored instants with (a date means its first
+ * (`from`) or last (`to`) instant UTC), and `exact`, the instant as sent to the nanosecond, to
+ * compare the two bounds with.
+ */
+function parseBound(text: string, edge: 'from' | 'to'): { at: number; exact: bigint } | null {
   const d = DATE_ONLY.exec(text);
   if (d) {
     const day = utc(Number(d[1]), Number(d[2]), Number(d[3]));
-    return day === null ? null : edge === 'from' ? day : day + 86_399_999;
+    if (day === null) return null;
+    return edge === 'from'
+      ? { at: day, exact: BigInt(day) * 1_000_000n }
+      : { at: day + 86_399_999, exact: BigInt(day + 86_399_999) * 1_000_000n + 999_999n };
   }
   const m = DATE_TIME.exec(text);
   if (!m) return null;
   const fraction = m[7] ?? '';
-  let ms = Number(fraction.slice(0, 3).padEnd(3, '0'));
-  // Stored instants have millisecond precision; a finer `from` must not admit the millisecond before it.
-  if (edge === 'from' && /[1-9]/.test(fraction.slice(3))) ms++;
+  const ms = Number(fraction.slice(0, 3).padEnd(3, '0'));
+  const finer = fraction.slice(3).padEnd(6, '0');
+  // Stored instants have millisecond precision; a finer `from` must not admit the millisecond before
+  // it (a finer `to` is cut to its millisecond, which admits nothing after it).
   const local = utc(
     Number(m[1]),
     Number(m[2]),
@@ -103,26 +128,30 @@ function parseBound(text: string, edge: 'from' | 'to'): number | null {
     if (hours > 23 || minutes > 59) return null;
     offset = (m[9] === '-' ? -1 : 1) * (hours * 60 + minutes) * 60_000;
   }
-  return local + ms - offset;
+  const truncated = local + ms - offset;
+  const rounded = edge === 'from' && finer !== '000000' ? truncated + 1 : truncated;
+  return { at: rounded, exact: BigInt(truncated) * 1_000_000n + BigInt(finer) };
 }
 
 /** `from`/`to` as inclusive ISO instants; unparseable or reversed bounds are invalid_request. */
 export function parseRange(from: string | undefined, to: string | undefined): { from?: string; to?: string } {
   const out: { from?: string; to?: string } = {};
-  const bounds: Record<'from' | 'to', number | undefined> = { from: undefined, to: undefined };
+  const bounds: Record<'from' | 'to', bigint | undefined> = { from: undefined, to: undefined };
   for (const [edge, text] of [
     ['from', from],
     ['to', to],
   ] as const) {
     if (text === undefined) continue;
-    const at = parseBound(text, edge);
-    if (at === null) {
+    const bound = parseBound(text, edge);
+    if (bound === null) {
       throw invalidField(edge, 'must be an ISO 8601 date-time with Z or an offset, or a date (YYYY-MM-DD)');
     }
-    bounds[edge] = at;
-    out[edge] = new Date(Math.min(LAST, Math.max(FIRST, at))).toISOString();
+    bounds[edge] = bound.exact;
+    out[edge] = new Date(Math.min(LAST, Math.max(FIRST, bound.at))).toISOString();
   }
-  // Compared before clamping, so two reversed bounds beyond one end are still refused.
+  // The bounds as sent are compared, before clamping (two reversed bounds beyond one end are still
+  // refused) and before rounding (equal or ordered bounds within one millisecond are not: they
+  // just leave no stored instant between them).
   if (bounds.from !== undefined && bounds.to !== undefined && bounds.from > bounds.to) {
     throw invalidField('from', 'must not be after to');
   }
