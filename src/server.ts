@@ -68,11 +68,20 @@ export async function startServer(config: Readonly<Config>, logger: Logger): Pro
       database,
       bootstrap,
       close: async () => {
-        // Stop accepting connections and end the open ones without a reset or a 503, then let the
-        // workers finish their attempts.
+        // The workers take no new work from now on and finish what they hold, while the HTTP side
+        // stops accepting connections and ends the open ones without a reset or a 503. Stopped only
+        // after the drain, a worker went on claiming deliveries for as long as a slow request kept
+        // the drain open, and attempts begun late were cut off at the drain timeout and sent again
+        // by another process. What requests still in flight queue waits, durable, for the next
+        // worker.
+        const workersStopped = stopWorkers(workers).then(
+          () => null,
+          (err: unknown) => ({ err }),
+        );
         await drain();
         await app.close();
-        await stopWorkers(workers);
+        const failed = await workersStopped;
+        if (failed) throw failed.err;
         await database.close();
       },
     };

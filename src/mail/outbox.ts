@@ -101,6 +101,22 @@ export async function renewMailLease(db: Db, row: MailOutboxTable, leaseUntil: s
 }
 
 /**
+ * Gives a claimed message back unsent (a stopping worker's), so any worker can send it at once
+ * rather than after its lease runs out. One no longer this worker's is left as it is.
+ */
+export async function releaseMailLease(db: Db, row: MailOutboxTable): Promise<void> {
+  if (row.locked_until === null) return;
+  await db
+    .updateTable('mail_outbox')
+    .set({ locked_until: null })
+    .where('account_id', '=', row.account_id)
+    .where('id', '=', row.id)
+    .where('status', '=', 'pending')
+    .where('locked_until', '=', row.locked_until)
+    .execute();
+}
+
+/**
  * Marks a message sent and wipes its sealed body: the token must not outlive its delivery. A
  * delivered message is sent whoever holds its lease now (a withdrawn one that still went out too);
  * one already sent, by a worker that took it over after this one's lease ran out, keeps its record.

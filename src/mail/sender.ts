@@ -3,7 +3,14 @@ import type { AppContext } from '../context.ts';
 import { secretBoxFor } from '../lib/secrets.ts';
 import type { Worker } from '../workers.ts';
 import { createMailer, type Mailer } from './mailer.ts';
-import { claimDueMail, markMailFailed, markMailSent, type OutgoingMail, renewMailLease } from './outbox.ts';
+import {
+  claimDueMail,
+  markMailFailed,
+  markMailSent,
+  type OutgoingMail,
+  releaseMailLease,
+  renewMailLease,
+} from './outbox.ts';
 
 export interface MailSenderOptions {
   pollMs?: number;
@@ -52,7 +59,14 @@ export function createMailSender(
       new Date(now + LEASE_MS).toISOString(),
       batch,
     );
-    for (const row of rows) {
+    for (const [i, row] of rows.entries()) {
+      if (stopped) {
+        // Stopping: the message being sent has finished; the rest of the batch goes back now, for
+        // the next worker to send at once (not after the lease), and stop() does not wait for
+        // slow sends of messages it has not begun.
+        for (const rest of rows.slice(i)) await releaseMailLease(database.db, rest);
+        break;
+      }
       // Each message gets a fresh lease just before it is sent: a batch of slow sends must not
       // outlive the lease its later messages were claimed with, or another worker would take
       // one of them and both would send it. A message no longer ours is skipped.

@@ -142,4 +142,67 @@ describeEachDatabase('mail sender: leases shared by two workers', (h) => {
       { status: 'sent', attempts: sent.attempts, last_error: null, next: sent.next_attempt_at },
     );
   });
+
+  // decisions §9: SIGTERM finishes the work in flight, then exits. A stopping sender finishes the
+  // message it is sending, gives the rest of its claimed batch back at once (not after the lease, so
+  // another worker sends them now), and stop() does not wait for their slow sends.
+  it('stop() finishes the send under way and gives the rest of the batch back for another worker', async () => {
+    const gates: Array<() => void> = [];
+    const inner = real();
+    const slow: Mailer = {
+      send: async (msg) => {
+        await new Promise<void>((go) => gates.push(go));
+        return inner.send(msg);
+      },
+      close: () => inner.close(),
+    };
+    const third = await h.account();
+    const before = smtp.messages.length;
+    h.clock.now = T0;
+    const emails = ['stop-1@example.com', 'stop-2@example.com', 'stop-3@example.com', 'stop-4@example.com'];
+    for (const email of emails) {
+      const res = await h.request('POST', '/v1/users', {
+        key: third.adminKey,
+        body: { email, role: 'member' },
+      });
+      assert.equal(res.status, 201, res.raw);
+    }
+    const a = createMailSender(h.ctx, { mailer: slow, pollMs: 1_000_000_000 });
+    await until('the first send', () => gates.length === 1);
+    let done = false;
+    const stopped = a.stop().then(() => {
+      done = true;
+    });
+    // Once the send under way is let go, stop() resolves with no other send begun.
+    gates[0]!();
+    await until('stop() or a second send', () => done || gates.length > 1);
+    if (!done) {
+      for (const go of gates.slice(1)) go();
+      inner.close();
+      assert.fail('a send began after stop()');
+    }
+    await stopped;
+    assert.equal(gates.length, 1, 'no send begun after stop()');
+    assert.equal(smtp.messages.length, before + 1);
+    const rows = await h.database.db
+      .selectFrom('mail_outbox')
+      .select(['status', 'locked_until'])
+      .where('account_id', '=', third.id)
+      .execute();
+    assert.deepEqual(rows.map((r) => r.status).sort(), ['pending', 'pending', 'pending', 'sent']);
+    assert.deepEqual(
+      rows.filter((r) => r.status === 'pending').map((r) => r.locked_until),
+      [null, null, null],
+      'the unsent rest is released, not leased for 2 minutes',
+    );
+    // Another worker, at the same instant (no lease has run out), sends the rest.
+    const b = createMailSender(h.ctx, { mailer: real(), pollMs: 1_000_000_000 });
+    await until('B sends the rest', () => smtp.messages.length === before + 4);
+    await b.stop();
+    const received = smtp.messages
+      .slice(before)
+      .map((m) => m.rcptTo.join())
+      .sort();
+    assert.deepEqual(received, emails, 'each sent exactly once');
+  });
 });
