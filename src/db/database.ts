@@ -35,6 +35,7 @@ import * as m0021 from './migrations/0021-auth-epoch.ts';
 import * as m0022 from './migrations/0022-vocab-trigrams.ts';
 import * as m0023 from './migrations/0023-list-covering.ts';
 import * as m0024 from './migrations/0024-due-covering.ts';
+import * as m0025 from './migrations/0025-long-word-breaks.ts';
 import { HOT_STATEMENT, openPostgres } from './postgres.ts';
 import { openSqlite } from './sqlite.ts';
 import type { DB, Db, Dialect } from './types.ts';
@@ -109,6 +110,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0022-vocab-trigrams': m0022,
   '0023-list-covering': m0023,
   '0024-due-covering': m0024,
+  '0025-long-word-breaks': m0025,
 };
 
 class StaticProvider implements MigrationProvider {

@@ -3,7 +3,7 @@
 import {
   cachedStemmer,
   type IndexDocument,
-  indexedWords,
+  indexedSegments,
   META_FIELDS,
   TEXT_FIELDS,
   type TextField,
@@ -142,9 +142,11 @@ export function filterMatch(filters: readonly SearchFilter[], tag: string): stri
     }
     const field = f.kind === 'tag' ? 'tags' : META_FIELDS.find((k) => k === f.key);
     if (field === undefined) continue;
-    const words = indexedWords(f.value);
-    // A value with no words is indexed as nothing: no phrase can stand for it.
-    if (words.length > 0) phrases.push(`(${exact(field)} : ${tagged(tag, words)})`);
+    // One phrase per segment (an overlong word breaks the value where it stands, as it broke the
+    // indexed value); a value with no words is indexed as nothing: no phrase can stand for it.
+    for (const words of indexedSegments(f.value)) {
+      if (words.length > 0) phrases.push(`(${exact(field)} : ${tagged(tag, words)})`);
+    }
   }
   return phrases.length > 0 ? phrases.join(' AND ') : null;
 }

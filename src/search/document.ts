@@ -41,36 +41,77 @@ const ASCII_NON_WORD = /[^a-z0-9]+/;
 
 /** The words of raw text as the index keeps them: folded, split, overlong ones left out. */
 export function indexedWords(text: string, fold: (s: string) => string = foldText): string[] {
+  return allWords(text, fold).filter((w) => w !== '' && w.length <= MAX_INDEXED_WORD_CHARS);
+}
+
+/** Every word of raw text, folded, overlong ones too (and empty strings between separators). */
+function allWords(text: string, fold: (s: string) => string): string[] {
   // Plain ASCII (most text) folds to its lower case, and its words are its runs of letters and
   // digits: the same words, five times faster than the general path. (Not for a migration's
   // frozen fold, which need not agree with today's on ASCII.)
-  const words =
-    fold === foldText && ASCII_TEXT.test(text)
-      ? text.toLowerCase().split(ASCII_NON_WORD)
-      : splitWords(fold(text));
-  return words.filter((w) => w !== '' && w.length <= MAX_INDEXED_WORD_CHARS);
+  return fold === foldText && ASCII_TEXT.test(text)
+    ? text.toLowerCase().split(ASCII_NON_WORD)
+    : splitWords(fold(text));
 }
 
 /**
- * Folds and splits every indexed field of a data object row. `fold` is for migrations only: the
- * folding an older release indexed with, to rebuild the entry it wrote.
+ * How an overlong word is left out of the index. `break` (since migration 0025): it ends the
+ * segment, so the words on either side of it are not next to each other and no phrase spans it.
+ * `join`: the words on either side became neighbours, and `"token expired"` found the text
+ * "token <a 200-character hash> expired". Older releases wrote `join` entries; migrations before
+ * 0025 rebuild those.
  */
-export function buildIndexDocument(row: TextRow, fold: (s: string) => string = foldText): IndexDocument {
+export type LongWords = 'break' | 'join';
+
+/**
+ * The segments of raw text as the index keeps them: its words (as {@link indexedWords}), split
+ * where an overlong word stood (`break`), with no empty segment apart from the one of a text
+ * without words. Text without an overlong word between two words is one segment, as before.
+ */
+export function indexedSegments(
+  text: string,
+  fold: (s: string) => string = foldText,
+  longWords: LongWords = 'break',
+): string[][] {
+  const segments: string[][] = [];
+  let current: string[] = [];
+  for (const w of allWords(text, fold)) {
+    if (w === '') continue;
+    if (w.length <= MAX_INDEXED_WORD_CHARS) current.push(w);
+    else if (longWords === 'break' && current.length > 0) {
+      segments.push(current);
+      current = [];
+    }
+  }
+  if (current.length > 0 || segments.length === 0) segments.push(current);
+  return segments;
+}
+
+/**
+ * Folds and splits every indexed field of a data object row. `fold` and `longWords` are for
+ * migrations only: the folding and splitting an older release indexed with, to rebuild the entry
+ * it wrote.
+ */
+export function buildIndexDocument(
+  row: TextRow,
+  fold: (s: string) => string = foldText,
+  longWords: LongWords = 'break',
+): IndexDocument {
   const tags = JSON.parse(row.tags) as string[];
   const metadata = JSON.parse(row.metadata) as Record<string, unknown>;
-  const words = (text: string) => indexedWords(text, fold);
+  const segments = (text: string) => indexedSegments(text, fold, longWords);
   const meta = (key: string): string[][] => {
     const v = Object.hasOwn(metadata, key) ? metadata[key] : undefined;
-    return typeof v === 'string' ? [words(v)] : [];
+    return typeof v === 'string' ? segments(v) : [];
   };
   return {
     accountId: row.account_id,
     id: row.id,
     type: row.type,
     fields: {
-      title: [words(row.title)],
-      tags: tags.map(words),
-      content: [words(row.content)],
+      title: segments(row.title),
+      tags: tags.flatMap(segments),
+      content: segments(row.content),
       author: meta('author'),
       status: meta('status'),
       description: meta('description'),

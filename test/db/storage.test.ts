@@ -7,8 +7,9 @@ import { describeEachDatabase, type Harness } from '../helpers/harness.ts';
 
 /**
  * Bookkeeping that holds no account's data: Kysely's migration tables, search_refold_progress
- * (migration 0015), SQLite's one-row auth_epoch counter (migration 0021) and its list of trigram
- * offsets 1..126 (migration 0022).
+ * (migration 0015), SQLite's one-row auth_epoch counter (migration 0021), its list of trigram
+ * offsets 1..126 (migration 0022) and the names of migrations that break earlier releases
+ * (schema_breaks, recordSchemaBreak; first by 0025).
  */
 const FRAMEWORK_TABLES = new Set([
   'kysely_migration',
@@ -16,6 +17,7 @@ const FRAMEWORK_TABLES = new Set([
   'search_refold_progress',
   'auth_epoch',
   'search_trigram_offsets',
+  'schema_breaks',
 ]);
 
 /**

@@ -120,7 +120,11 @@ describe('migration 0020 (SQLite): account tags on every index token', () => {
     const reports: [string, number][] = [];
     const applied = await migrate(h.database, { onProgress: (m, n) => reports.push([m, n]) });
     assert.equal(applied[0], ACCOUNT_TAGS);
-    assert.deepEqual(reports, [[ACCOUNT_TAGS, 12]], 'the 12 entries left, reported after their batch');
+    assert.deepEqual(
+      reports.filter(([m]) => m === ACCOUNT_TAGS),
+      [[ACCOUNT_TAGS, 12]],
+      'the 12 entries left, reported after their batch',
+    );
     await integrity();
     assert.deepEqual(await answers(), tagged);
     assert.deepEqual(await migrate(h.database), [], 'recorded as done');

@@ -111,8 +111,9 @@ export async function refold(
     name,
     sql.raw(wide),
     (row) => {
-      const old = buildIndexDocument(row, from);
-      const next = buildIndexDocument(row, to);
+      // Entries as releases before 0025 wrote them: overlong words joined their neighbours.
+      const old = buildIndexDocument(row, from, 'join');
+      const next = buildIndexDocument(row, to, 'join');
       return JSON.stringify(old.fields) === JSON.stringify(next.fields) ? null : { old, next };
     },
     opts,

@@ -28,7 +28,8 @@ export async function up(db: Kysely<unknown>, dialect: Dialect, progress?: Migra
     '0017-phrase-spill',
     CUT,
     (row) => {
-      const doc = buildIndexDocument(row);
+      // As releases before 0025 wrote entries (overlong words joined their neighbours).
+      const doc = buildIndexDocument(row, undefined, 'join');
       return { old: doc, next: doc };
     },
     { onBatch: progress },

@@ -48,7 +48,7 @@ export async function retag(
         CROSS JOIN data_objects d ON d.account_id = s.account_id AND d.id = s.id
         WHERE s.doc > ${after} ORDER BY s.doc LIMIT ${batch}`.execute(trx);
       for (const row of rows) {
-        const values = ftsRow(buildIndexDocument(row), accountTag(seqOfDoc(row.doc)));
+        const values = ftsRow(buildIndexDocument(row, undefined, 'join'), accountTag(seqOfDoc(row.doc)));
         await sql`INSERT INTO search_fts (rowid, ${columns}) VALUES (${row.doc}, ${sql.join(values)})`.execute(
           trx,
         );
