@@ -111,7 +111,7 @@ const header = (description: string, schema: TSchema, example: string | number, 
  */
 export const RESPONSE_HEADERS = {
   'X-Request-Id': header(
-    'The request id, equal to `request_id` in the body. Quote it when reporting a problem.',
+    "This request's id, equal to `request_id` in the body except on an idempotent replay (`Idempotent-Replayed: true`), whose body is the first request's. Quote it when reporting a problem.",
     Type.String({ pattern: '^req_[0-9A-HJKMNP-TV-Z]{26}$' }),
     'req_01JD4Z5T8N3QK9W2V7R6M1B0XC',
     true,

@@ -166,6 +166,11 @@ describe('OpenAPI document', () => {
     }
   });
 
+  it("says when X-Request-Id differs from the body's request_id: on an idempotent replay", () => {
+    // docs/api.md: a replay is the first answer, body and all (test/http/idempotency.test.ts).
+    assert.match(doc.components.headers['X-Request-Id'].description, /except on an idempotent replay/);
+  });
+
   it('has examples that are valid against their own schemas', () => {
     const ajv = new Ajv2020Module.default({ strict: false, validateSchema: false, allErrors: true });
     addFormatsModule.default(ajv);

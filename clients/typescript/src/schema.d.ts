@@ -704,7 +704,7 @@ export interface components {
   requestBodies: never;
   headers: {
     /**
-     * @description The request id, equal to `request_id` in the body. Quote it when reporting a problem.
+     * @description This request's id, equal to `request_id` in the body except on an idempotent replay (`Idempotent-Replayed: true`), whose body is the first request's. Quote it when reporting a problem.
      * @example req_01JD4Z5T8N3QK9W2V7R6M1B0XC
      */
     'X-Request-Id': string;
