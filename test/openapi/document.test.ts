@@ -166,6 +166,12 @@ describe('OpenAPI document', () => {
     }
   });
 
+  it('lists the event names a webhook subscribes to as an enum (the client types them)', () => {
+    const body = doc.paths['/v1/webhooks'].post.requestBody.content['application/json'].schema;
+    const schema = body.$ref ? doc.components.schemas[body.$ref.split('/').pop()] : body;
+    assert.deepEqual(schema.properties.events.items.enum, [...EVENT_NAMES, '*']);
+  });
+
   it("says when X-Request-Id differs from the body's request_id: on an idempotent replay", () => {
     // docs/api.md: a replay is the first answer, body and all (test/http/idempotency.test.ts).
     assert.match(doc.components.headers['X-Request-Id'].description, /except on an idempotent replay/);

@@ -4134,7 +4134,15 @@ export interface operations {
           /** @description Absolute https URL without user info; private, loopback and reserved targets are refused. */
           url: string;
           /** @description Event names (data.created, data.updated, data.deleted, user.created, user.updated, user.deleted) or exactly ["*"] for every current and future event. */
-          events: string[];
+          events: (
+            | 'data.created'
+            | 'data.updated'
+            | 'data.deleted'
+            | 'user.created'
+            | 'user.updated'
+            | 'user.deleted'
+            | '*'
+          )[];
           /** @description Signs every payload (X-Service-Signature and webhook-signature). Stored encrypted, never returned. */
           secret?: string;
         };
@@ -4615,7 +4623,15 @@ export interface operations {
           /** @description Absolute https URL without user info; private, loopback and reserved targets are refused. */
           url?: string;
           /** @description Event names (data.created, data.updated, data.deleted, user.created, user.updated, user.deleted) or exactly ["*"] for every current and future event. */
-          events?: string[];
+          events?: (
+            | 'data.created'
+            | 'data.updated'
+            | 'data.deleted'
+            | 'user.created'
+            | 'user.updated'
+            | 'user.deleted'
+            | '*'
+          )[];
           /** @description A new secret, or null to stop signing. */
           secret?: string | null;
           /**

@@ -1,4 +1,5 @@
 import { type Static, Type } from 'typebox';
+import { EVENT_NAMES } from '../../events/outbox.ts';
 import { MAX_WEBHOOK_URL_LENGTH } from '../../events/ssrf.ts';
 import { CollectionEnvelope, Envelope, IdParam, PageQuery, Text, Timestamp } from '../../http/schemas.ts';
 
@@ -12,7 +13,9 @@ const Url = Text({
   maxLength: MAX_WEBHOOK_URL_LENGTH,
   description: 'Absolute https URL without user info; private, loopback and reserved targets are refused.',
 });
-const Events = Type.Array(Text({ minLength: 1, maxLength: 64 }), {
+// The names as an enum, so the document and the generated client list them (a value outside it is
+// a 400 naming the known ones); "*" alone is checked by the service.
+const Events = Type.Array(Type.Enum([...EVENT_NAMES, '*']), {
   minItems: 1,
   maxItems: 32,
   description:
