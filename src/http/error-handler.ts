@@ -98,6 +98,9 @@ export function installErrorHandling(app: FastifyInstance) {
   });
 
   app.setErrorHandler((err: FastifyError, request, reply) => {
+    // A method Fastify takes a body with (QUERY) on a path with no route for it is refused for its
+    // missing Content-Type before the 404/405 handler runs; answer it as any unrouted method.
+    if (request.is404 && err.code === 'FST_ERR_ROUTE_MISSING_CONTENT_TYPE') return notFound(request, reply);
     const appErr = toAppError(err);
     if (appErr) return sendError(request, reply, appErr);
     request.log.error({ err }, 'unhandled error');

@@ -96,6 +96,10 @@ describeEachDatabase(
         ['PUT', '/v1/items/dat_01JD4Z5T8N3QK9W2V7R6M1B0XC', ['GET']],
         ['PATCH', '/v1/api-keys', ['GET', 'POST']],
         ['POST', '/healthz', ['GET']],
+        // Methods Fastify takes a body with, sent without one (and so without Content-Type).
+        ['QUERY', '/v1/data', ['GET', 'POST']],
+        ['QUERY', '/healthz', ['GET']],
+        ['PROPFIND', '/v1/data', ['GET', 'POST']],
       ];
       for (const [method, path, expected] of cases) {
         const res = await h.request(method, path, { key: acc.adminKey });
