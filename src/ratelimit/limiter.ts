@@ -63,6 +63,13 @@ const MAX_KEY_ID_LENGTH = 200;
 const LOG_EVERY_MS = 60_000;
 const CONNECT_TIMEOUT_MS = 2_000;
 const COMMAND_TIMEOUT_MS = 1_000;
+/**
+ * After a Redis command fails (a timeout: Redis hung, or the network to it dropped packets without
+ * a reset), counters stay on the per-process fallback this long before Redis is tried again.
+ * Without it a hung Redis, whose connection still reads as ready, cost every request the whole
+ * command timeout.
+ */
+const BREAK_MS = 5_000;
 /** Redis counters outlive their window end by this much, so instances with skewed clocks still share them. */
 const EXPIRY_GRACE_MS = 10_000;
 
@@ -249,6 +256,9 @@ function redisBackend(cfg: NonNullable<RateLimiterOptions['redis']>, logger: Rat
   let lastLoggedAt = Number.NEGATIVE_INFINITY;
   let suppressed = 0;
   let troubled = false;
+  // Until then, commands skip Redis (BREAK_MS after a failed one).
+  let brokenUntil = 0;
+  const usable = () => client.status === 'ready' && Date.now() >= brokenUntil;
 
   // Loud but bounded: one error line per minute however many requests fall back.
   const trouble = (why: string) => {
@@ -266,6 +276,7 @@ function redisBackend(cfg: NonNullable<RateLimiterOptions['redis']>, logger: Rat
     suppressed = 0;
   };
   const fellBack = (err?: unknown) => {
+    if (err !== undefined) brokenUntil = Date.now() + BREAK_MS;
     if (err instanceof Error) lastError = err.message;
     lastFallbackAt = Date.now();
     trouble(err === undefined ? 'Redis unavailable' : 'Redis command failed');
@@ -277,6 +288,7 @@ function redisBackend(cfg: NonNullable<RateLimiterOptions['redis']>, logger: Rat
   });
   client.on('ready', () => {
     lastFallbackAt = 0;
+    brokenUntil = 0;
     if (troubled) logger.info({ backend: 'redis' }, 'rate limiter: Redis reachable again, counters shared');
     troubled = false;
   });
@@ -296,7 +308,7 @@ function redisBackend(cfg: NonNullable<RateLimiterOptions['redis']>, logger: Rat
 
   return {
     async consume(keyId, at, minuteLimit) {
-      if (client.status !== 'ready') {
+      if (!usable()) {
         fellBack();
         return fallback.consume(keyId, at, minuteLimit);
       }
@@ -312,7 +324,7 @@ function redisBackend(cfg: NonNullable<RateLimiterOptions['redis']>, logger: Rat
       }
     },
     async read(keyId, at) {
-      if (client.status !== 'ready') {
+      if (!usable()) {
         fellBack();
         return fallback.read(keyId, at);
       }

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
 import { after, describe, test } from 'node:test';
@@ -430,6 +431,66 @@ describe('rate limiter, Redis unreachable', () => {
     }
   });
 });
+
+// A hung Redis (paused here with SIGSTOP, as a network partition without a reset looks): the
+// connection still reads as ready, and every command waits out its timeout. After one fails, the
+// counters stay on the fallback for a while instead of sending every request's command to wait.
+describe('rate limiter, Redis hung', { skip: REDIS_REQUIRED ? false : skipRedis }, () => {
+  test('after a command times out, requests count per process without waiting on Redis', async () => {
+    const port = await unusedPort();
+    const server = spawn(
+      'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      {
+        stdio: 'ignore',
+      },
+    );
+    const direct = new Redis({ port, host: '127.0.0.1', retryStrategy: () => 100 });
+    direct.on('error', () => {});
+    const logger: RateLimiterLogger = { info: () => {}, warn: () => {}, error: () => {} };
+    let limiter: RateLimiter | undefined;
+    try {
+      await waitFor(async () => (await direct.ping().catch(() => null)) === 'PONG');
+      limiter = createRateLimiter({
+        logger,
+        redis: { url: `redis://127.0.0.1:${port}`, keyPrefix: PREFIX, commandTimeoutMs: 200 },
+      });
+      await waitFor(async () => !limiter!.health().degraded);
+      const key = newKey();
+      assert.equal(remainingOf(await limiter.consume(key, 'free'), 'minute'), 59, 'counted in Redis');
+      server.kill('SIGSTOP');
+      const decisions: RateDecision[] = [];
+      for (let i = 0; i < 10; i++) decisions.push(await limiter.consume(key, 'free'));
+      assert.ok(decisions.every((d) => !d.limited));
+      assert.equal(limiter.health().degraded, true);
+      server.kill('SIGCONT');
+      // What Redis counted: the request before the hang, and the one command that timed out (Redis
+      // runs it once it resumes). Each of the other nine went straight to the fallback.
+      const keys = await direct.keys(`${PREFIX}:${key}:m:*`);
+      assert.equal(keys.length, 1);
+      await waitFor(async () => Number(await direct.get(keys[0]!)) >= 2);
+      assert.equal(
+        Number(await direct.get(keys[0]!)),
+        2,
+        'no command sent to the hung Redis after the first failed',
+      );
+    } finally {
+      server.kill('SIGCONT');
+      await limiter?.close();
+      direct.disconnect();
+      server.kill('SIGKILL');
+    }
+  });
+});
+
+/** Polls `check` every 50 ms for up to 5 s. */
+async function waitFor(check: () => Promise<boolean>) {
+  const deadline = Date.now() + 5_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
 
 describe('rate limiter, memory health and input checks', () => {
   test('memory backend is healthy; bad key ids and plans are refused', async () => {
