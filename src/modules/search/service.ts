@@ -79,7 +79,7 @@ export async function searchData(
   const patterns = vocabularyPatterns(ast);
   if (patterns.length > MAX_EXPANDED_PATTERNS) {
     throw invalidQuery(
-      new QueryError(`query has more than ${MAX_EXPANDED_PATTERNS} wildcards with a leading or inner *`),
+      new QueryError(`query has more than ${MAX_EXPANDED_PATTERNS} different wildcards with a leading or inner *`),
     );
   }
   const filters = parseFilters(input.filter ?? []);
