@@ -93,7 +93,7 @@ describe('migration 0024 (SQLite): the due index becomes covering', () => {
         ).rows.map((r) => r.name);
       assert.deepEqual(await columns(), ['next_attempt_at']);
 
-      assert.deepEqual(await migrate(database), ['0024-due-covering']);
+      assert.deepEqual(await migrate(database, { to: '0024-due-covering' }), ['0024-due-covering']);
       assert.deepEqual(await columns(), ['next_attempt_at', 'account_id', 'webhook_id', 'id']);
       const { rows: partial } = await sql<{ partial: number }>`
         SELECT partial FROM pragma_index_list('webhook_deliveries') WHERE name = 'webhook_deliveries_due_idx'`.execute(
