@@ -154,3 +154,19 @@ export async function deleteDataObject(db: Db, accountId: string, id: string) {
     .returning(['id', 'title', 'type', 'created_at', 'updated_at'])
     .executeTakeFirst();
 }
+
+/** The tags and metadata (JSON as stored) of the account's objects among `ids`, by id. */
+export async function findTagsAndMetadata(
+  db: Db,
+  accountId: string,
+  ids: readonly string[],
+): Promise<Map<string, { tags: string; metadata: string }>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('data_objects')
+    .select(['id', 'tags', 'metadata'])
+    .where('account_id', '=', accountId)
+    .where('id', 'in', ids)
+    .execute();
+  return new Map(rows.map((r) => [r.id, { tags: r.tags, metadata: r.metadata }]));
+}

@@ -3,6 +3,7 @@ import type { AppContext } from '../../context.ts';
 import { offsetOf } from '../../http/envelope.ts';
 import { AppError, invalidField } from '../../http/errors.ts';
 import { releaseHeldWrites } from '../../lib/held-writes.ts';
+import { contributingTerms, hasAlternatives } from '../../search/contributing.ts';
 import {
   buildExcerpt,
   compileExcerptTerms,
@@ -26,6 +27,7 @@ import {
   searchIndex,
   searchSnapshot,
 } from '../../search/search-index.ts';
+import { findTagsAndMetadata } from '../data/repo.ts';
 import { parseFilters, parseRange } from './params.ts';
 import type { SearchQueryString, SearchResult } from './schemas.ts';
 
@@ -79,7 +81,9 @@ export async function searchData(
   const patterns = vocabularyPatterns(ast);
   if (patterns.length > MAX_EXPANDED_PATTERNS) {
     throw invalidQuery(
-      new QueryError(`query has more than ${MAX_EXPANDED_PATTERNS} different wildcards with a leading or inner *`),
+      new QueryError(
+        `query has more than ${MAX_EXPANDED_PATTERNS} different wildcards with a leading or inner *`,
+      ),
     );
   }
   const filters = parseFilters(input.filter ?? []);
@@ -106,19 +110,39 @@ export async function searchData(
   });
   // Excerpts are built after the database has let go of the connection.
   const terms = positiveTerms(ast);
-  const match = {
-    content: compileExcerptTerms(termsFor(terms, 'content')),
-    title: compileExcerptTerms(termsFor(terms, 'title')),
+  const matchers = new Map<string, { content: ExcerptMatcher; title: ExcerptMatcher }>();
+  const matcherFor = (highlighted: PositiveTerm[]) => {
+    const key = JSON.stringify(highlighted);
+    let m = matchers.get(key);
+    if (!m) {
+      m = {
+        content: compileExcerptTerms(termsFor(highlighted, 'content')),
+        title: compileExcerptTerms(termsFor(highlighted, 'title')),
+      };
+      matchers.set(key, m);
+    }
+    return m;
   };
-  const results = found.hits.map(
-    ({ id, score, row }): SearchResultOut => ({
+  // With an OR, a positive term may sit in a branch an object did not match through: only the terms
+  // of the branches it satisfies are its matches (decisions §6), read from its tags and metadata too.
+  const extra = hasAlternatives(ast)
+    ? await findTagsAndMetadata(
+        db,
+        accountId,
+        found.hits.map((h) => h.id),
+      )
+    : null;
+  const results = found.hits.map(({ id, score, row }): SearchResultOut => {
+    const more = extra?.get(id);
+    const highlighted = (more && contributingTerms(ast, { ...row, ...more })) ?? terms;
+    return {
       id,
       title: row.title,
       type: row.type as SearchResultOut['type'],
       score,
       created_at: row.created_at,
-      excerpt: excerptOf(row, match),
-    }),
-  );
+      excerpt: excerptOf(row, matcherFor(highlighted)),
+    };
+  });
   return { results, total: found.total, incomplete };
 }
