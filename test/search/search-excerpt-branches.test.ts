@@ -9,7 +9,7 @@ import { createNotes, search } from './corpus.ts';
 // has no `alpha` match, even if its content holds the word.
 describeEachDatabase('search excerpts: only the branches an object matched through', (h) => {
   let acc: TestAccount;
-  const id: Record<string, string> = {};
+  const id = {} as Record<'titleOnly' | 'viaTag' | 'viaMeta', string>;
   before(async () => {
     acc = await h.account('enterprise');
     Object.assign(
