@@ -207,7 +207,8 @@ export function createGuardedDispatcher(opts: GuardedDispatcherOptions): Agent {
     new ForbiddenAddressError(
       host === address
         ? `webhook target address ${address} is forbidden (not a public unicast address)`
-        : `webhook target ${host} resolves to forbidden address ${address} (not a public unicast address)`,
+        : // Not the address: the delivery log would map internal names to internal addresses.
+          `webhook target ${host} resolves to a forbidden address (not a public unicast address)`,
     );
 
   const resolveChecked = async (hostname: string): Promise<string[]> => {

@@ -14,6 +14,9 @@ import { type HttpsReceiver, startHttpsReceiver } from '../helpers/https-receive
 
 const refusedPrivate: Array<[string, string]> = [
   ['loopback', 'https://127.0.0.1/hook'],
+  ['loopback, another address of 127/8', 'https://127.0.0.2/'],
+  ['loopback, far end of 127/8', 'https://127.255.255.254:8443/'],
+  ['IPv4-mapped loopback, not 127.0.0.1', 'https://[::ffff:127.0.0.2]/'],
   ['decimal IPv4', 'https://2130706433/'],
   ['octal IPv4', 'https://0177.0.0.1/'],
   ['hex IPv4', 'https://0x7f.1/'],
@@ -95,6 +98,11 @@ describe('isForbiddenAddress', () => {
     ),
     ...'100:: 2001::1 5f00::1 3fff::1'.split(' '),
     ...['not-an-ip', '', '127.000.000.001'],
+    // The whole of each range, not only its best-known address: loopback is 127.0.0.0/8, in every
+    // IPv6 form that carries an IPv4 address; the documentation ranges end to end.
+    ...'127.0.0.0 127.0.0.2 127.1.2.3 127.255.255.255 ::ffff:127.1.2.3 ::ffff:7f01:203'.split(' '),
+    ...'64:ff9b::127.9.9.9 64:ff9b::7f09:909 2002:7f01:0203::1'.split(' '),
+    ...'192.0.2.0 198.51.100.0 198.51.100.255 203.0.113.0 203.0.113.255'.split(' '),
   ];
   const allowed = [
     ...'8.8.8.8 1.0.0.1 100.63.255.255 100.128.0.0 172.15.255.255 172.32.0.0 192.0.1.1'.split(' '),
@@ -235,7 +243,8 @@ describe('createGuardedDispatcher (delivery time)', () => {
     const seen = receiver.requests.length;
     await assert.rejects(
       post(`https://rebind.example.test:${receiver.port}/hook`, d),
-      forbidden(/127\.0\.0\.1/),
+      // The name, not the address it resolved to (the delivery log would map internal names).
+      forbidden(/^webhook target rebind\.example\.test resolves to a forbidden address/),
     );
     assert.equal(receiver.requests.length - seen, 0);
   });
@@ -246,7 +255,7 @@ describe('createGuardedDispatcher (delivery time)', () => {
     const seen = receiver.requests.length;
     await assert.rejects(
       post(`https://mixed.example.test:${receiver.port}/hook`, d),
-      forbidden(/10\.0\.0\.5/),
+      forbidden(/^webhook target mixed\.example\.test resolves to a forbidden address/),
     );
     assert.equal(receiver.requests.length - seen, 0);
   });

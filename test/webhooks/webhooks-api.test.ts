@@ -287,7 +287,9 @@ describeEachDatabase('webhooks API: SSRF refusal at registration', (h) => {
     assert.equal(res.status, 400, res.raw);
     assert.equal(res.body.error.code, 'invalid_request');
     assert.equal(res.body.error.details[0].field, 'url');
-    assert.match(res.body.error.message, /^url host resolves to .+, a private, loopback/);
+    assert.match(res.body.error.message, /^url host resolves to a private, loopback/);
+    // The address is not named (the answer would map internal names to internal addresses).
+    for (const { address } of addresses) assert.ok(!res.raw.includes(address), `names ${address}`);
     // .invalid never resolves (RFC 6761): nothing to refuse now; every delivery checks it again.
     const later = await h.request('POST', '/v1/webhooks', {
       key: acc.adminKey,

@@ -67,9 +67,11 @@ async function checkUrl(ctx: AppContext, raw: string): Promise<string> {
   if (!check.ok) throw invalidField('url', check.reason.replace(/^url /, ''));
   const forbidden = allowPrivate ? null : await forbiddenAddressOf(check.url.hostname);
   if (forbidden !== null) {
+    // The address is not named: the answer would otherwise map internal names to internal
+    // addresses for anyone allowed to register a webhook (split-horizon DNS).
     throw invalidField(
       'url',
-      `host resolves to ${forbidden}, a private, loopback, link-local, multicast or reserved address`,
+      'host resolves to a private, loopback, link-local, multicast or reserved address',
     );
   }
   return check.url.href;
