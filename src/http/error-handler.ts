@@ -131,6 +131,13 @@ export function installErrorHandling(app: FastifyInstance) {
     return sendError(request, reply, new AppError('not_found', `No route ${request.method} ${path}.`));
   };
   app.setNotFoundHandler(notFound);
+  // A path or method with no route is a 404 or 405 whatever the body: answered before the body is
+  // read (after every onRequest hook, so a valid key is still counted), not after up to
+  // ADS_BODY_LIMIT of it has been read and parsed for nothing, with no key needed to make it so.
+  app.addHook('preParsing', (request, reply, payload, done) => {
+    if (!request.is404) return done(null, payload);
+    notFound(request, reply);
+  });
   return notFound;
 }
 

@@ -79,6 +79,22 @@ describeEachDatabase(
       }
     });
 
+    it('answers an unknown path or method before reading the body: 404/405 whatever it holds', async () => {
+      // Anyone may send these without a key: the body (up to ADS_BODY_LIMIT) is not read for nothing.
+      const bodies = [
+        { rawBody: '{"not json', headers: { 'content-type': 'application/json' } },
+        { rawBody: 'x'.repeat(h.config.bodyLimit + 1), headers: { 'content-type': 'application/json' } },
+        { rawBody: 'a=b', headers: { 'content-type': 'text/csv' } },
+      ];
+      for (const body of bodies) {
+        for (const key of [acc.adminKey, null]) {
+          assertError(await h.request('POST', '/v1/no-such-route', { key, ...body }), 404, 'not_found');
+          assertError(await h.request('POST', '/nope', { key, ...body }), 404, 'not_found');
+          assertError(await h.request('PUT', '/v1/data', { key, ...body }), 405, 'method_not_allowed');
+        }
+      }
+    });
+
     it('answers a path with a trailing slash with 404, never a 405 that allows the method refused', async () => {
       const paths = ['/v1/search/?q=a', '/v1/data/', '/v1/data/dat_01JD4Z5T8N3QK9W2V7R6M1B0XC/', '/healthz/'];
       for (const path of paths) {

@@ -113,6 +113,18 @@ describeEachDatabase('invitations: email over SMTP, acceptance, re-sending', (h)
     assert.equal(res.body.error.code, 'invalid_token');
   });
 
+  it('refuses a body over 4 KB with 413 before reading it whole (no key needed to send one)', async () => {
+    const res = await h.request('POST', '/v1/invitations/accept', {
+      rawBody: JSON.stringify({ token: 'x'.repeat(5000) }),
+      headers: { 'content-type': 'application/json' },
+    });
+    assert.equal(res.status, 413);
+    assert.equal(res.body.error.code, 'payload_too_large');
+    // Just under the bound, it is read and answered as any bad token.
+    const small = await h.request('POST', '/v1/invitations/accept', { body: { token: 'x'.repeat(4000) } });
+    assert.equal(small.status, 400);
+  });
+
   it('re-sends a fresh token; the old one stops working; an active user cannot be re-invited', async () => {
     const invitedAt = Date.now() - 2 * 24 * 3600 * 1000; // invited two days ago
     h.clock.now = invitedAt;

@@ -122,6 +122,8 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (app) => {
 };
 
 const FORM = 'application/x-www-form-urlencoded';
+/** The largest body POST /invitations/accept reads, JSON or form (its token is at most 200 characters). */
+const ACCEPT_BODY_LIMIT = 4096;
 
 const fromPage = (request: FastifyRequest) =>
   request.method !== 'POST' || String(request.headers['content-type'] ?? '').startsWith(FORM);
@@ -152,9 +154,13 @@ function pageErrors(err: FastifyError, request: FastifyRequest, reply: FastifyRe
 }
 
 const acceptRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  app.addContentTypeParser(FORM, { parseAs: 'string', bodyLimit: 4096 }, (_request, body, done) => {
-    done(null, Object.fromEntries(new URLSearchParams(body as string)));
-  });
+  app.addContentTypeParser(
+    FORM,
+    { parseAs: 'string', bodyLimit: ACCEPT_BODY_LIMIT },
+    (_request, body, done) => {
+      done(null, Object.fromEntries(new URLSearchParams(body as string)));
+    },
+  );
 
   // The invitation email's link (decisions §4: it ends `?token=`). A page, not an operation.
   app.get(
@@ -183,6 +189,9 @@ const acceptRoutes: FastifyPluginAsyncTypebox = async (app) => {
         body: AcceptBody,
         response: { 200: AcceptedEnvelope, ...errorResponses(400) },
       },
+      // Anyone may call it, without a key or a rate limit: its body (a token of at most 200
+      // characters) is refused above 4 KB, before it is read whole, not at ADS_BODY_LIMIT.
+      bodyLimit: ACCEPT_BODY_LIMIT,
       config: {
         idempotencyOwner: (request) =>
           invitationKeyOwner(app.ctx, (request.body as { token?: unknown }).token),
