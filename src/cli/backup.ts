@@ -3,6 +3,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import BetterSqlite3 from 'better-sqlite3';
 import type { Config } from '../config.ts';
+import { createOwnerOnly } from '../db/sqlite.ts';
 import { UsageError } from './main.ts';
 
 /**
@@ -37,7 +38,8 @@ export async function backupCommand(config: Readonly<Config>, argv: string[]): P
     const target = inside
       ? path.join(dest, path.relative(source, database))
       : path.join(dest, path.basename(database));
-    fs.mkdirSync(path.dirname(target), { recursive: true });
+    // The copy holds every account's data: owner-only, as the service creates its own file.
+    createOwnerOnly(target);
     const raw = new BetterSqlite3(database, { readonly: true, fileMustExist: true });
     try {
       // In one step: a backup in steps starts over whenever the service writes in between, so on a

@@ -51,7 +51,7 @@ export function openSqlite(
   trimWal: () => WalTrim | undefined;
   close: () => void;
 } {
-  if (file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true });
+  if (file !== ':memory:') createOwnerOnly(file);
   const raw = new BetterSqlite3(file);
   raw.pragma('journal_mode = WAL');
   raw.pragma('synchronous = FULL');
@@ -214,4 +214,19 @@ function readLockHolder(file: string) {
       conn.close();
     },
   };
+}
+
+/**
+ * Creates the database file (and its directory) readable by this user only, when they do not exist
+ * yet: they hold every account's data, and SQLite would create the file with the umask's mode
+ * (usually world-readable). SQLite gives the -wal and -shm files the database file's mode. An
+ * existing file or directory keeps its mode.
+ */
+export function createOwnerOnly(file: string): void {
+  fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  try {
+    fs.closeSync(fs.openSync(file, 'wx', 0o600));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
 }
