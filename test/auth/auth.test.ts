@@ -280,6 +280,25 @@ describeEachDatabase(
       assert.equal((await from('64:ff9b::198.51.100.71', acc.adminKey)).status, 200);
     });
 
+    it('still blocks an address once 10,000 others have failed (the set of failed addresses is full)', async () => {
+      // The server remembers at most 10,000 addresses with failures, to skip asking the limiter for
+      // the rest; once that is full, every address is asked. Without that, an address first failing
+      // after the set filled up would never be blocked, and would learn that a guessed key is valid.
+      for (let start = 0; start < 10_000; start += 250) {
+        await Promise.all(
+          Array.from({ length: 250 }, (_, i) => {
+            const n = start + i;
+            return from(`10.${n >> 16}.${(n >> 8) & 255}.${n & 255}`, unknownKey());
+          }),
+        );
+      }
+      const attacker = '192.0.2.250';
+      for (let i = 0; i < LIMIT; i++) assert.equal((await from(attacker, unknownKey())).status, 401);
+      assert.equal((await from(attacker, unknownKey())).status, 429);
+      assert.equal((await from(attacker, acc.adminKey)).status, 429, 'a valid key from it is refused too');
+      assert.equal((await from('192.0.2.251', acc.adminKey)).status, 200, 'another address is not');
+    });
+
     it('keys IPv6 by its /64, and an IPv4-mapped or NAT64 address by its IPv4 address', () => {
       assert.equal(failureKey('::ffff:192.0.2.1'), '192.0.2.1');
       assert.equal(failureKey('192.0.2.1'), '192.0.2.1');
