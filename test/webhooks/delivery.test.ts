@@ -181,8 +181,13 @@ describeEachDatabase(
     it('stops cleanly when stop() is called twice, at once or after it finished', async () => {
       const worker = createDeliveryWorker(h.ctx);
       await worker.ready;
-      await Promise.all([worker.stop(), worker.stop()]);
-      await worker.stop();
+      const first = worker.stop();
+      const second = worker.stop();
+      assert.equal(second, first, 'a second stop() waits for the same shutdown');
+      await Promise.all([first, second]);
+      const after = worker.stop();
+      assert.equal(after, first, 'and after it finished, resolves at once with it');
+      await after;
     });
   },
   {
