@@ -81,11 +81,11 @@ export async function claimDueMail(
 }
 
 /**
- * Extends the lease of one claimed message just before it is sent. False when it is no longer
- * this worker's to send: another worker claimed it after its lease ran out, or it was withdrawn
- * or sent meanwhile.
+ * Sets the lease of one claimed message to `leaseUntil` (null: none) if it is still this worker's:
+ * pending, under the lease this worker last wrote. False when it is not (another worker claimed it
+ * after its lease ran out, or it was withdrawn or sent meanwhile).
  */
-export async function renewMailLease(db: Db, row: MailOutboxTable, leaseUntil: string): Promise<boolean> {
+async function setMailLease(db: Db, row: MailOutboxTable, leaseUntil: string | null): Promise<boolean> {
   if (row.locked_until === null) return false;
   const result = await db
     .updateTable('mail_outbox')
@@ -100,20 +100,16 @@ export async function renewMailLease(db: Db, row: MailOutboxTable, leaseUntil: s
   return true;
 }
 
+/** Extends the lease of one claimed message just before it is sent; false when it is no longer this worker's. */
+export const renewMailLease = (db: Db, row: MailOutboxTable, leaseUntil: string): Promise<boolean> =>
+  setMailLease(db, row, leaseUntil);
+
 /**
  * Gives a claimed message back unsent (a stopping worker's), so any worker can send it at once
  * rather than after its lease runs out. One no longer this worker's is left as it is.
  */
 export async function releaseMailLease(db: Db, row: MailOutboxTable): Promise<void> {
-  if (row.locked_until === null) return;
-  await db
-    .updateTable('mail_outbox')
-    .set({ locked_until: null })
-    .where('account_id', '=', row.account_id)
-    .where('id', '=', row.id)
-    .where('status', '=', 'pending')
-    .where('locked_until', '=', row.locked_until)
-    .execute();
+  await setMailLease(db, row, null);
 }
 
 /**

@@ -6,7 +6,7 @@
 // fits, not the 128 the database expands it to), on the first MAX_SCAN_CHARS of the content.
 import { buildIndexDocument, cachedStemmer, type TextField } from './document.ts';
 import { MAX_SCAN_CHARS } from './excerpt.ts';
-import type { PositiveTerm, QueryNode } from './parser.ts';
+import { type PositiveTerm, positiveTerms, type QueryNode } from './parser.ts';
 import { matchesWildcard, wildcardTest } from './text.ts';
 
 /** What the evaluation reads of an object. */
@@ -118,25 +118,6 @@ export function contributingTerms(node: QueryNode, object: ObjectText): Positive
   };
   if (!sat(node)) return null;
 
-  const out: PositiveTerm[] = [];
-  const collect = (n: QueryNode): void => {
-    switch (n.kind) {
-      case 'term':
-        out.push({ field: n.field, text: n.text, wildcard: n.wildcard });
-        return;
-      case 'phrase':
-        out.push({ field: n.field, words: [...n.words], wildcard: false });
-        return;
-      case 'and':
-        for (const c of n.children) collect(c);
-        return;
-      case 'or':
-        for (const c of n.children) if (sat(c)) collect(c);
-        return;
-      case 'not':
-        return;
-    }
-  };
-  collect(node);
-  return out;
+  // An AND that holds holds through every child; an OR through the alternatives that hold.
+  return positiveTerms(node, sat);
 }

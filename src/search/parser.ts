@@ -296,8 +296,14 @@ export function parseQuery(q: string): QueryNode {
   return node;
 }
 
-/** The terms and phrases of `node` that are not under a NOT, in query order. */
-export function positiveTerms(node: QueryNode): PositiveTerm[] {
+/**
+ * The terms and phrases of `node` that are not under a NOT, in query order; of an OR, only those of
+ * the alternatives `alternative` keeps (all by default).
+ */
+export function positiveTerms(
+  node: QueryNode,
+  alternative: (child: QueryNode) => boolean = () => true,
+): PositiveTerm[] {
   const out: PositiveTerm[] = [];
   const visit = (n: QueryNode): void => {
     switch (n.kind) {
@@ -308,8 +314,10 @@ export function positiveTerms(node: QueryNode): PositiveTerm[] {
         out.push({ field: n.field, words: [...n.words], wildcard: false });
         return;
       case 'and':
-      case 'or':
         for (const c of n.children) visit(c);
+        return;
+      case 'or':
+        for (const c of n.children) if (alternative(c)) visit(c);
         return;
       case 'not':
         return;

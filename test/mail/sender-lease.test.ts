@@ -40,19 +40,31 @@ describeEachDatabase('mail sender: leases shared by two workers', (h) => {
       timeoutMs: 2000,
     });
 
-  it('renews each message lease before sending it, and skips one another worker has taken', async () => {
-    // The real SMTP mailer behind a gate: each send waits until the test lets it go, standing in
-    // for a slow SMTP server (minutes are simulated with the harness clock).
+  /**
+   * The real SMTP mailer behind a gate: each send waits until the test lets it go (`gates`, in the
+   * order the sends began), standing in for a slow SMTP server; openAll() lets every send through.
+   */
+  const gated = () => {
     const gates: Array<() => void> = [];
-    let open = false;
+    let opened = false;
     const inner = real();
-    const slow: Mailer = {
+    const mailer: Mailer = {
       send: async (msg) => {
-        if (!open) await new Promise<void>((go) => gates.push(go));
+        if (!opened) await new Promise<void>((go) => gates.push(go));
         return inner.send(msg);
       },
       close: () => inner.close(),
     };
+    const openAll = () => {
+      opened = true;
+      for (const go of gates) go();
+    };
+    return { mailer, gates, openAll };
+  };
+
+  it('renews each message lease before sending it, and skips one another worker has taken', async () => {
+    // Minutes are simulated with the harness clock.
+    const { mailer: slow, gates, openAll } = gated();
 
     h.clock.now = T0;
     const emails = ['lease-1@example.com', 'lease-2@example.com', 'lease-3@example.com'];
@@ -79,8 +91,7 @@ describeEachDatabase('mail sender: leases shared by two workers', (h) => {
     await until('B sends the third', () => smtp.messages.length === 2);
     await b.stop();
 
-    open = true;
-    for (const go of gates.slice(1)) go();
+    openAll();
     await a.stop();
     const received = smtp.messages.map((m) => m.rcptTo.join()).sort();
     assert.deepEqual(received, emails, 'each invitation sent exactly once');
@@ -147,15 +158,7 @@ describeEachDatabase('mail sender: leases shared by two workers', (h) => {
   // message it is sending, gives the rest of its claimed batch back at once (not after the lease, so
   // another worker sends them now), and stop() does not wait for their slow sends.
   it('stop() finishes the send under way and gives the rest of the batch back for another worker', async () => {
-    const gates: Array<() => void> = [];
-    const inner = real();
-    const slow: Mailer = {
-      send: async (msg) => {
-        await new Promise<void>((go) => gates.push(go));
-        return inner.send(msg);
-      },
-      close: () => inner.close(),
-    };
+    const { mailer: slow, gates, openAll } = gated();
     const third = await h.account();
     const before = smtp.messages.length;
     h.clock.now = T0;
@@ -177,8 +180,7 @@ describeEachDatabase('mail sender: leases shared by two workers', (h) => {
     gates[0]!();
     await until('stop() or a second send', () => done || gates.length > 1);
     if (!done) {
-      for (const go of gates.slice(1)) go();
-      inner.close();
+      openAll();
       assert.fail('a send began after stop()');
     }
     await stopped;
