@@ -62,19 +62,21 @@ describeEachDatabase('mail sender: leases shared by two workers', (h) => {
     return { mailer, gates, openAll };
   };
 
+  /** Invites each address as a member, in order: one invitation mail each in the outbox. */
+  const inviteAll = async (adminKey: string, emails: string[]) => {
+    for (const email of emails) {
+      const res = await h.request('POST', '/v1/users', { key: adminKey, body: { email, role: 'member' } });
+      assert.equal(res.status, 201, res.raw);
+    }
+  };
+
   it('renews each message lease before sending it, and skips one another worker has taken', async () => {
     // Minutes are simulated with the harness clock.
     const { mailer: slow, gates, openAll } = gated();
 
     h.clock.now = T0;
     const emails = ['lease-1@example.com', 'lease-2@example.com', 'lease-3@example.com'];
-    for (const email of emails) {
-      const res = await h.request('POST', '/v1/users', {
-        key: acc.adminKey,
-        body: { email, role: 'member' },
-      });
-      assert.equal(res.status, 201, res.raw);
-    }
+    await inviteAll(acc.adminKey, emails);
 
     // Worker A claims all three at T0 (lease until T0 + 120 s) and starts the first send.
     const a = createMailSender(h.ctx, { mailer: slow, pollMs: 1_000_000_000 });
@@ -163,13 +165,7 @@ describeEachDatabase('mail sender: leases shared by two workers', (h) => {
     const before = smtp.messages.length;
     h.clock.now = T0;
     const emails = ['stop-1@example.com', 'stop-2@example.com', 'stop-3@example.com', 'stop-4@example.com'];
-    for (const email of emails) {
-      const res = await h.request('POST', '/v1/users', {
-        key: third.adminKey,
-        body: { email, role: 'member' },
-      });
-      assert.equal(res.status, 201, res.raw);
-    }
+    await inviteAll(third.adminKey, emails);
     const a = createMailSender(h.ctx, { mailer: slow, pollMs: 1_000_000_000 });
     await until('the first send', () => gates.length === 1);
     let done = false;
