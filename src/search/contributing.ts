@@ -4,7 +4,7 @@
 // match: only the terms of the branches the object satisfies count. Evaluated in JS over the words
 // the index keeps (document.ts), loosely as the database matches (a wildcard over every word it
 // fits, not the 128 the database expands it to), on the first MAX_SCAN_CHARS of the content.
-import { buildIndexDocument, cachedStemmer, type TextField } from './document.ts';
+import { buildIndexDocument, sharedStem, type TextField } from './document.ts';
 import { MAX_SCAN_CHARS } from './excerpt.ts';
 import { type PositiveTerm, positiveTerms, type QueryNode } from './parser.ts';
 import { matchesWildcard, wildcardTest } from './text.ts';
@@ -51,18 +51,17 @@ export function contributingTerms(node: QueryNode, object: ObjectText): Positive
     tags: object.tags,
     metadata: object.metadata,
   });
-  const stem = cachedStemmer();
-  const stemmed = new Map<TextField, string[][]>();
-  const stemsOf = (field: TextField): string[][] => {
-    let s = stemmed.get(field);
-    if (!s) {
-      s = doc.fields[field].map((segment) => segment.map(stem));
-      stemmed.set(field, s);
-    }
-    return s;
-  };
   const fieldsOf = (field: string | null): readonly TextField[] =>
     field === null ? FREE_TEXT : [field as TextField];
+  // A word matches a query word with the same stem. Porter only rewrites endings, so a word and
+  // its stem share their first character: testing it first skips stemming most words of a text
+  // (excerpt.ts does the same).
+  const sameStem = (target: string) => {
+    const want = sharedStem(target);
+    return (w: string) => w === target || (w[0] === want[0] && sharedStem(w) === want);
+  };
+  const inFields = (leaf: { field: string | null }, found: (segment: string[]) => boolean) =>
+    fieldsOf(leaf.field).some((f) => doc.fields[f].some(found));
 
   const occurs = (leaf: QueryNode & { kind: 'term' | 'phrase' }): boolean => {
     if (leaf.field === 'type') {
@@ -71,26 +70,17 @@ export function contributingTerms(node: QueryNode, object: ObjectText): Positive
         (leaf.wildcard ? matchesWildcard(leaf.text, object.type) : leaf.text === object.type)
       );
     }
-    const fields = fieldsOf(leaf.field);
     if (leaf.kind === 'phrase') {
-      const want = leaf.words.map(stem);
-      return fields.some((f) =>
-        stemsOf(f).some((segment) => {
-          for (let i = 0; i + want.length <= segment.length; i++) {
-            let j = 0;
-            while (j < want.length && segment[i + j] === want[j]) j++;
-            if (j === want.length) return true;
-          }
-          return false;
-        }),
-      );
+      const tests = leaf.words.map(sameStem);
+      return inFields(leaf, (segment) => {
+        for (let i = 0; i + tests.length <= segment.length; i++) {
+          if (tests.every((t, j) => t(segment[i + j]!))) return true;
+        }
+        return false;
+      });
     }
-    if (leaf.wildcard) {
-      const test = wildcardTest(leaf.text);
-      return fields.some((f) => doc.fields[f].some((segment) => segment.some(test)));
-    }
-    const want = stem(leaf.text);
-    return fields.some((f) => stemsOf(f).some((segment) => segment.includes(want)));
+    const test = leaf.wildcard ? wildcardTest(leaf.text) : sameStem(leaf.text);
+    return inFields(leaf, (segment) => segment.some(test));
   };
 
   const satisfied = new Map<QueryNode, boolean>();

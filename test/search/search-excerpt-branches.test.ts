@@ -50,6 +50,11 @@ describeEachDatabase('search excerpts: only the branches an object matched throu
   it('a word under NOT, or in an unmatched branch, is never highlighted; AND-only queries are as before', async () => {
     const got = await excerpts('gamma OR (helium -nucleus)');
     assert.equal(got[id.titleOnly], '<em>Gamma</em> rays');
+    // Phrases and wildcards are evaluated as the index matches them.
+    const phrase = await excerpts('"helium nucleus" OR (gamma zzz)');
+    assert.match(phrase[id.titleOnly] ?? '', /a <em>helium<\/em> <em>nucleus<\/em>/);
+    const wild = await excerpts('(alph* zzz) OR gam*');
+    assert.equal(wild[id.titleOnly], '<em>Gamma</em> rays');
     const plain = await excerpts('alpha particle');
     assert.match(plain[id.titleOnly] ?? '', /An <em>alpha<\/em> <em>particle<\/em>/);
   });
