@@ -17,6 +17,10 @@ const FIELD_CASES: Case[] = [
   ['title of no-break and ideographic spaces', { title: '\u00a0\u3000' }, 'title'],
   ['title of a Hangul filler', { title: '\u3164' }, 'title'],
   ['title of lone combining marks', { title: '\u034f\ufe0f' }, 'title'],
+  // U+0085 is White_Space but not in JavaScript's \s; controls show nothing either.
+  ['title of a NEXT LINE', { title: '\u0085' }, 'title'],
+  ['title of NEXT LINE and spaces', { title: '\u0085 \u00a0' }, 'title'],
+  ['title of control characters', { title: '\u0001\u0007\u009f' }, 'title'],
   ['title over 500', { title: 't'.repeat(501) }, 'title'],
   ['title over 500 characters of emoji', { title: '😀'.repeat(501) }, 'title'],
   ['numeric title', { title: 123 }, 'title'],
@@ -37,6 +41,7 @@ const FIELD_CASES: Case[] = [
   ['blank tag', { tags: ['ok', '   '] }, 'tags'],
   ['tag of a zero-width space', { tags: ['\u200b'] }, 'tags'],
   ['tag of a blank Braille pattern', { tags: ['\u2800'] }, 'tags'],
+  ['tag of a NEXT LINE', { tags: ['ok', '\u0085'] }, 'tags'],
   ['tag over 64', { tags: ['x'.repeat(65)] }, 'tags'],
   ['51 tags', { tags: Array.from({ length: 51 }, (_, i) => `t${i}`) }, 'tags'],
   ['metadata array', { metadata: ['a'] }, 'metadata'],

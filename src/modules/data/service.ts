@@ -34,12 +34,13 @@ export function toDataObject(row: DataRow): DataObjectOut {
 }
 
 /**
- * Blank to a reader: only white space, invisible format characters (zero-width space, word joiner,
+ * Blank to a reader: only white space (every Unicode White_Space character: JavaScript's `\s` leaves
+ * out U+0085), control characters, invisible format characters (zero-width space, word joiner,
  * byte-order mark, soft hyphen), combining marks with nothing to combine with (U+034F, variation
  * selectors), and the fillers that render as nothing (Hangul fillers, the blank Braille pattern),
  * which String.prototype.trim does not all remove.
  */
-const BLANK = /^[\s\p{Cf}\p{M}\u115F\u1160\u3164\uFFA0\u2800]*$/u;
+const BLANK = /^[\s\p{White_Space}\p{Cc}\p{Cf}\p{M}\u115F\u1160\u3164\uFFA0\u2800]*$/u;
 export const isBlank = (s: string) => BLANK.test(s);
 
 /** Title not blank (decisions §5); no tag blank either, since no filter or search could name it. */
