@@ -28,12 +28,29 @@ export interface ClientOptions {
 export function createClient(options: ClientOptions): AdsClient {
   const base: FetchLike = options.fetch ?? ((request, init) => globalThis.fetch(request, init));
   const fetch = options.retry === false ? base : withRetry(base, options.retry);
-  return createFetchClient<paths>({
+  const client = createFetchClient<paths>({
     baseUrl: options.baseUrl.replace(/\/+$/, ''),
     fetch,
     headers: { ...options.headers, authorization: `Bearer ${options.apiKey}` },
   });
+  // openapi-fetch parses every body as JSON unless told otherwise; the text operations default to
+  // text, so `data` is the string their types promise.
+  const get = client.GET as unknown as (path: string, init?: object) => ReturnType<AdsClient['GET']>;
+  client.GET = ((path: string, init?: object) =>
+    get(path, TEXT_PATHS.has(path) ? { parseAs: 'text', ...init } : init)) as unknown as AdsClient['GET'];
+  return client;
 }
+
+/** Paths whose GET answers `text/plain` (the Prometheus metrics). */
+type TextPath = {
+  [P in keyof paths]: paths[P] extends { get: { responses: { 200: { content: { 'text/plain': unknown } } } } }
+    ? P
+    : never;
+}[keyof paths];
+const TEXT_PATH_LIST = ['/metrics'] as const satisfies readonly TextPath[];
+// Fails to compile when the document gains a text operation this list lacks.
+const everyTextPath: Exclude<TextPath, (typeof TEXT_PATH_LIST)[number]> extends never ? true : never = true;
+const TEXT_PATHS: ReadonlySet<string> = everyTextPath && new Set(TEXT_PATH_LIST);
 
 /** A failed call: the HTTP status and the service's error code, message and request id. */
 export class AdsApiError extends Error {

@@ -26,6 +26,19 @@ export type PaginatedPath = {
 /** Query of a paginated path without `page`, which the iterator drives. */
 export type PageQuery<P extends PaginatedPath> = Omit<QueryOf<P>, 'page'> & { page?: number };
 
+/**
+ * The arguments after the path: the query, required when the path has a required query parameter
+ * (`q` of `/v1/search`), then the path parameters, required when the path has any.
+ */
+type Optional<T> = Partial<T> extends T ? true : false;
+export type PaginateArgs<P extends PaginatedPath> = [PathParamsOf<P>] extends [never]
+  ? Optional<Omit<QueryOf<P>, 'page'>> extends true
+    ? [query?: PageQuery<P>]
+    : [query: PageQuery<P>]
+  : Optional<Omit<QueryOf<P>, 'page'>> extends true
+    ? [query: PageQuery<P> | undefined, pathParams: PathParamsOf<P>]
+    : [query: PageQuery<P>, pathParams: PathParamsOf<P>];
+
 const MAX_PAGES = 100_000;
 
 /**
@@ -36,9 +49,9 @@ const MAX_PAGES = 100_000;
 export async function* paginate<P extends PaginatedPath>(
   client: AdsClient,
   path: P,
-  query?: PageQuery<P>,
-  pathParams?: PathParamsOf<P>,
+  ...args: PaginateArgs<P>
 ): AsyncGenerator<PageOf<P>, void, undefined> {
+  const [query, pathParams] = args as [PageQuery<P> | undefined, PathParamsOf<P> | undefined];
   const first = query?.page ?? 1;
   // The typed overloads cannot follow a generic path; the signature above carries the types.
   const get = client.GET as unknown as (

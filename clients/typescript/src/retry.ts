@@ -3,7 +3,7 @@ export type FetchLike = (input: Request, init?: RequestInit) => Promise<Response
 
 /** Back-off on `429 Too Many Requests`. */
 export interface RetryOptions {
-  /** Retries after the first attempt (default 3); 0 turns back-off off. */
+  /** Retries after the first attempt (default 3, at most 10); 0 turns back-off off. */
   maxRetries?: number;
   /** Longest wait the client accepts; a longer Retry-After returns the 429 at once (default 60 s). */
   maxDelayMs?: number;
@@ -12,6 +12,7 @@ export interface RetryOptions {
 }
 
 const DEFAULT_RETRIES = 3;
+const MAX_RETRIES = 10;
 const DEFAULT_MAX_DELAY_MS = 60_000;
 // Without Retry-After (the service always sends it) waits grow 1 s, 2 s, 4 s, …
 const FALLBACK_BASE_MS = 1000;
@@ -48,8 +49,13 @@ function sleep(ms: number, signal: AbortSignal | null): Promise<void> {
  * and never waiting longer than `maxDelayMs`; the last 429 is returned as is when the budget ends.
  */
 export function withRetry(fetchFn: FetchLike, options: RetryOptions = {}): FetchLike {
-  const maxRetries = Math.max(0, Math.min(options.maxRetries ?? DEFAULT_RETRIES, 10));
-  const maxDelayMs = options.maxDelayMs ?? DEFAULT_MAX_DELAY_MS;
+  // A value that is not a finite number (NaN) takes the default: NaN would never end the loop.
+  const finite = (n: number | undefined, fallback: number) => (Number.isFinite(n) ? (n as number) : fallback);
+  const maxRetries = Math.max(
+    0,
+    Math.min(Math.floor(finite(options.maxRetries, DEFAULT_RETRIES)), MAX_RETRIES),
+  );
+  const maxDelayMs = Math.max(0, finite(options.maxDelayMs, DEFAULT_MAX_DELAY_MS));
   return async (request, init) => {
     for (let attempt = 0; ; attempt++) {
       // Each attempt sends a copy, so the body can be sent again.

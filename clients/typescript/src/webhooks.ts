@@ -23,7 +23,11 @@ export class WebhookVerificationError extends Error {
 const MAX_SIGNATURES = 16;
 
 function header(headers: WebhookHeaders, name: string): string {
-  const raw = headers instanceof Headers ? headers.get(name) : (headers[name] ?? headers[name.toLowerCase()]);
+  // Node lower-cases header names; a plain object built by hand or by another framework may not.
+  const raw =
+    headers instanceof Headers
+      ? headers.get(name)
+      : (headers[name] ?? Object.entries(headers).find(([key]) => key.toLowerCase() === name)?.[1]);
   const value = Array.isArray(raw) ? raw[0] : raw;
   if (typeof value !== 'string' || value === '') {
     throw new WebhookVerificationError('missing_header', `The ${name} header is missing.`);

@@ -76,6 +76,25 @@ describe('@ads/client against a real server', () => {
     assert.equal(pages[0]?.data.total, 0);
   });
 
+  it('walks search results, whose q is required', async () => {
+    await ads.POST('/v1/data', { body: { title: 'Walkable search result', type: 'note' } });
+    const pages = [];
+    for await (const page of paginate(ads, '/v1/search', { q: 'walkable', limit: 5 })) pages.push(page);
+    assert.equal(pages.length, 1);
+    assert.equal(pages[0]?.data.results[0]?.title, 'Walkable search result');
+  });
+
+  it('reads the text metrics as text', async () => {
+    const metrics = await ads.GET('/metrics');
+    assert.equal(metrics.response.status, 200);
+    assert.equal(typeof metrics.data, 'string');
+    assert.match(String(metrics.data), /^# HELP /m);
+    // An explicit parser still wins.
+    const stream = await ads.GET('/metrics', { parseAs: 'stream' });
+    assert.ok(stream.data instanceof ReadableStream);
+    await stream.data.cancel();
+  });
+
   it('throws AdsApiError with the code, message and request id of a failed page', async () => {
     const pages = paginate(ads, '/v1/data', { limit: 101 });
     const err = await pages.next().then(
@@ -166,4 +185,17 @@ function injectFetch(app: FastifyInstance): FetchLike {
     }
     return new Response(res.body === '' ? null : res.body, { status: res.statusCode, headers });
   };
+}
+
+// Never called: type-checked by `npm run build`, which fails if a required parameter of a walked
+// path became optional to paginate (each @ts-expect-error would then be unused).
+export function paginateRequiresWhatThePathRequires(ads: ReturnType<typeof createClient>) {
+  // @ts-expect-error `q` is required by /v1/search.
+  paginate(ads, '/v1/search');
+  // @ts-expect-error `q` is required by /v1/search.
+  paginate(ads, '/v1/search', { limit: 5 });
+  // @ts-expect-error the path parameter `id` is required.
+  paginate(ads, '/v1/webhooks/{id}/deliveries', { limit: 5 });
+  paginate(ads, '/v1/webhooks/{id}/deliveries', undefined, { id: 'wh_1' });
+  paginate(ads, '/v1/data');
 }

@@ -72,6 +72,17 @@ describe('@ads/client back-off on 429', () => {
     assert.equal(seen.length, 3);
   });
 
+  it('takes the default number of retries for a maxRetries that is not a number, and at most 10', async () => {
+    start(Array.from({ length: 12 }, () => ({ status: 429, retryAfter: '0' })));
+    const nan = createClient({ baseUrl, apiKey: 'ads_x', retry: { maxRetries: Number.NaN } });
+    assert.equal((await nan.GET('/v1/account')).response.status, 429);
+    assert.equal(seen.length, 4);
+    start(Array.from({ length: 20 }, () => ({ status: 429, retryAfter: '0' })));
+    const many = createClient({ baseUrl, apiKey: 'ads_x', retry: { maxRetries: 50 } });
+    assert.equal((await many.GET('/v1/account')).response.status, 429);
+    assert.equal(seen.length, 11);
+  });
+
   it('returns at once when Retry-After is longer than maxDelayMs, or when retry is off', async () => {
     start([{ status: 429, retryAfter: '120' }]);
     const res = await createClient({ baseUrl, apiKey: 'ads_x' }).GET('/v1/account');

@@ -69,6 +69,12 @@ describe('@ads/client verifyWebhook on real deliveries', () => {
     refused(() => verifyWebhook(body, { ...headers, 'x-service-signature': 'zz' }, SECRET), 'bad_signature');
     const fetchHeaders = new Headers(headers as Record<string, string>);
     assert.equal(verifyWebhook(body, fetchHeaders, SECRET).event, 'webhook.test');
+    // Header names are case-insensitive in a plain object too (one built by hand, say).
+    const capitalised = Object.fromEntries(
+      Object.entries(headers).map(([k, v]) => [k.replace(/(^|-)[a-z]/g, (c) => c.toUpperCase()), v]),
+    );
+    assert.ok('Webhook-Signature' in capitalised);
+    assert.equal(verifyWebhook(body, capitalised, SECRET).event, 'webhook.test');
   });
 
   it('refuses a replay outside the tolerance window and accepts it inside a wider one', async () => {
