@@ -18,8 +18,10 @@ export function scrubUrl(url: string): string {
     .slice(q + 1)
     .split('&')
     .map((pair) => {
+      // The name is masked like the path (a key may be sent as a name), the value always.
       const eq = pair.indexOf('=');
-      return eq === -1 ? pair.replace(CREDENTIAL, '$1_[redacted]') : `${pair.slice(0, eq)}=[redacted]`;
+      const name = (eq === -1 ? pair : pair.slice(0, eq)).replace(CREDENTIAL, '$1_[redacted]');
+      return eq === -1 ? name : `${name}=[redacted]`;
     })
     .join('&');
   return `${pathPart}?${query}`;

@@ -66,9 +66,15 @@ describe('request line', () => {
     write({ ...line, url: `/v1/nope/ads%5F${body}` });
     write({ ...line, url: `/v1/nope/ads_${body.slice(0, 10)}%2D${body.slice(10)}` });
     write({ ...line, url: `/v1/x?ads%5F${body}` });
+    // A credential sent as a query parameter's name, with a value, is masked too.
+    write({ ...line, url: `/v1/x?ads_${body}=1&api_key&adsinv_${body}=&ads%5F${body}=x` });
     assert.equal(lines[0]!.url, '/v1/Bearer%20ads_[redacted]');
     assert.equal(lines[1]!.url, '/v1/nope/ads_[redacted]');
     assert.equal(lines[2]!.url, '/v1/nope/ads_[redacted]');
+    assert.equal(
+      lines[4]!.url,
+      '/v1/x?ads_[redacted]=[redacted]&api_key&adsinv_[redacted]=[redacted]&ads_[redacted]=[redacted]',
+    );
     assert.ok(!JSON.stringify(lines).includes(body.slice(10, 30)), JSON.stringify(lines));
   });
 
