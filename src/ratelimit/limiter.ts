@@ -42,9 +42,10 @@ export type RateLimiterOptions = {
   /**
    * Shared counters in Redis; without it counters live in this process only. `commandTimeoutMs`: a
    * counter command not answered by then counts on the per-process fallback (default 1,000: a
-   * request never waits longer on Redis).
+   * request never waits longer on Redis). `breakMs`: how long the fallback is kept after a failed
+   * command before Redis is tried again (default BREAK_MS).
    */
-  redis?: { url: string; keyPrefix: string; commandTimeoutMs?: number };
+  redis?: { url: string; keyPrefix: string; commandTimeoutMs?: number; breakMs?: number };
   /** Milliseconds since the epoch; decides which aligned window a request falls in. */
   now?: Clock;
   logger?: RateLimiterLogger;
@@ -276,7 +277,7 @@ function redisBackend(cfg: NonNullable<RateLimiterOptions['redis']>, logger: Rat
     suppressed = 0;
   };
   const fellBack = (err?: unknown) => {
-    if (err !== undefined) brokenUntil = Date.now() + BREAK_MS;
+    if (err !== undefined) brokenUntil = Date.now() + (cfg.breakMs ?? BREAK_MS);
     if (err instanceof Error) lastError = err.message;
     lastFallbackAt = Date.now();
     trouble(err === undefined ? 'Redis unavailable' : 'Redis command failed');
@@ -286,11 +287,16 @@ function redisBackend(cfg: NonNullable<RateLimiterOptions['redis']>, logger: Rat
     lastError = err.message;
     trouble('Redis connection error');
   });
-  client.on('ready', () => {
+  // Shared again: on reconnecting, or on the first command that succeeds after failures (a hung
+  // Redis that resumed never reconnects). Until then health() reports degraded.
+  const recovered = () => {
     lastFallbackAt = 0;
-    brokenUntil = 0;
     if (troubled) logger.info({ backend: 'redis' }, 'rate limiter: Redis reachable again, counters shared');
     troubled = false;
+  };
+  client.on('ready', () => {
+    brokenUntil = 0;
+    recovered();
   });
 
   const ready = new Promise<void>((resolve) => {
@@ -313,11 +319,13 @@ function redisBackend(cfg: NonNullable<RateLimiterOptions['redis']>, logger: Rat
         return fallback.consume(keyId, at, minuteLimit);
       }
       try {
-        return await consumeInRedis(keyOf(keyId, 'm', at.minute), keyOf(keyId, 'd', at.day), [
+        const counted = await consumeInRedis(keyOf(keyId, 'm', at.minute), keyOf(keyId, 'd', at.day), [
           minuteLimit,
           (at.minute + 1) * MINUTE_MS - at.nowMs + EXPIRY_GRACE_MS,
           (at.day + 1) * DAY_MS - at.nowMs + EXPIRY_GRACE_MS,
         ]);
+        if (lastFallbackAt !== 0) recovered();
+        return counted;
       } catch (err) {
         fellBack(err);
         return fallback.consume(keyId, at, minuteLimit);
@@ -330,6 +338,7 @@ function redisBackend(cfg: NonNullable<RateLimiterOptions['redis']>, logger: Rat
       }
       try {
         const [minute, day] = await client.mget(keyOf(keyId, 'm', at.minute), keyOf(keyId, 'd', at.day));
+        if (lastFallbackAt !== 0) recovered();
         return { minute: Number(minute ?? 0), day: Number(day ?? 0) };
       } catch (err) {
         fellBack(err);

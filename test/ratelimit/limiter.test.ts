@@ -369,14 +369,20 @@ describe('rate limiter, Redis backend', { skip: REDIS_REQUIRED ? false : skipRed
     }
   });
 
-  test('a failing Redis command falls back to per-process counts and shows degraded', async () => {
+  test('a failing Redis command falls back to per-process counts and shows degraded, until one succeeds', async () => {
     const now = Date.UTC(2030, 0, 15, 9, 20, 0);
     const logs: string[] = [];
-    const logger: RateLimiterLogger = { info: () => {}, warn: () => {}, error: (_o, m) => logs.push(m) };
+    const infos: string[] = [];
+    const logger: RateLimiterLogger = {
+      info: (_o, m) => infos.push(m),
+      warn: () => {},
+      error: (_o, m) => logs.push(m),
+    };
+    // No break after the failure, so the next command goes to Redis at once.
     const limiter = createRateLimiter({
       now: () => now,
       logger,
-      redis: { url: REDIS_URL, keyPrefix: PREFIX },
+      redis: { url: REDIS_URL, keyPrefix: PREFIX, breakMs: 0 },
     });
     const key = newKey();
     try {
@@ -391,6 +397,12 @@ describe('rate limiter, Redis backend', { skip: REDIS_REQUIRED ? false : skipRed
       assert.equal(health.degraded, true);
       assert.match(health.detail ?? '', /recent Redis command failures \(WRONGTYPE.*counting per process/);
       assert.equal(logs.length, 1);
+      // Redis counts again: shared, and no longer degraded (not a minute later).
+      await redisClient.del(`${PREFIX}:${key}:m:${Math.floor(now / MINUTE)}`);
+      assert.equal((await limiter.consume(key, 'free')).windows[0]?.remaining, 59, 'counted in Redis');
+      assert.equal(await redisClient.get(`${PREFIX}:${key}:m:${Math.floor(now / MINUTE)}`), '1');
+      assert.deepEqual(limiter.health(), { backend: 'redis', degraded: false });
+      assert.deepEqual(infos, ['rate limiter: Redis reachable again, counters shared']);
     } finally {
       await limiter.close();
     }
