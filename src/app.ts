@@ -16,6 +16,7 @@ import {
   installErrorHandling,
   installHostAndExpect,
   rewriteUndecodable,
+  type UnparsedRequest,
 } from './http/error-handler.ts';
 import { healthRoutes } from './http/health.ts';
 import { installHttpsGuard, installSecurityHeaders } from './http/https-guard.ts';
@@ -90,6 +91,8 @@ const MAX_PARAM_LENGTH = 16 * 1024;
 /** Builds the HTTP app over an open, migrated database. Reads no environment, listens on nothing. */
 export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promise<FastifyInstance> {
   const { config } = ctx;
+  // Set once the log line writer and the metrics exist; the server listens only after that.
+  let answeredUnparsed: (request: UnparsedRequest) => void = () => {};
   const app = Fastify({
     loggerInstance: ctx.logger as FastifyBaseLogger,
     // One log line per response (below) instead of Fastify's two.
@@ -105,7 +108,8 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     // server.ts drains connections before close: nothing is ever answered 503 for closing.
     return503OnClosing: false,
     frameworkErrors,
-    clientErrorHandler,
+    // Logged and counted like any answer (no hook runs for these): see answeredUnparsed below.
+    clientErrorHandler: clientErrorHandler((request) => answeredUnparsed(request)),
     rewriteUrl: rewriteUndecodable,
     // Above any path Node accepts (its 16 KB header limit holds the request line), so a long id is
     // routed, goes through every hook and is the route's own 404, not a router error answered
@@ -138,8 +142,12 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   const writeRequestLine = requestLineWriter(ctx.logger);
   // Set once the metrics route is in (after the OpenAPI plugin, so the document lists it).
   let observe: ReturnType<typeof installMetrics> | undefined;
+  answeredUnparsed = (request) => {
+    observe?.observeUnparsed(request);
+    writeRequestLine({ ...request, ms: 0 });
+  };
   app.addHook('onResponse', (request, reply, done) => {
-    observe?.(request, reply);
+    observe?.observe(request, reply);
     writeRequestLine({
       requestId: request.id,
       method: request.method,

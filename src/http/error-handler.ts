@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import { type IncomingMessage, METHODS } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -208,27 +208,50 @@ const CLIENT_ERROR_MESSAGES: Record<string, string> = {
   ERR_HTTP_REQUEST_TIMEOUT: 'The request did not arrive in time.',
 };
 
+/** A request answered before the app saw it: its id, and its method and target when readable. */
+export interface UnparsedRequest {
+  requestId: string;
+  method: string;
+  url: string;
+  status: number;
+}
+
+// The start of a request line, from the bytes the parser refused (`rawPacket`, when it has them).
+const REQUEST_LINE = /^([A-Z]{3,7}) ([\x21-\x7e]+) HTTP\/1\.[01]\r?\n/;
+const KNOWN_METHODS = new Set(METHODS);
+
+function requestLineOf(err: Error & { rawPacket?: unknown }): { method: string; url: string } {
+  const raw = Buffer.isBuffer(err.rawPacket) ? err.rawPacket.toString('latin1', 0, 65_536) : '';
+  const line = REQUEST_LINE.exec(raw);
+  // An unknown method is not echoed: the metrics' method label stays one of a known few.
+  if (!line || !KNOWN_METHODS.has(line[1]!)) return { method: '-', url: '-' };
+  return { method: line[1]!, url: line[2]! };
+}
+
 /**
  * Fastify's `clientErrorHandler`: requests Node's HTTP parser refuses before the app sees them (a
  * URL or headers over 16 KB, malformed HTTP) are answered `400 invalid_request` in the envelope,
- * with a request id, then the connection is closed.
+ * with a request id, then the connection is closed. `answered` logs and counts each (no hook runs
+ * for them), so the id the client was given can be found in the log.
  */
-export function clientErrorHandler(err: Error & { code?: string }, socket: Duplex) {
-  if (err.code === 'ECONNRESET' || socket.destroyed) return;
-  if (socket.writable) {
-    const id = newId('request');
-    const message = CLIENT_ERROR_MESSAGES[err.code ?? ''] ?? 'The request is not valid HTTP.';
-    const body = JSON.stringify({ error: { code: 'invalid_request', message, request_id: id } });
-    const headers = {
-      'content-type': 'application/json; charset=utf-8',
-      'content-length': Buffer.byteLength(body),
-      'x-request-id': id,
-      ...SECURITY_HEADERS,
-      'cache-control': 'no-store',
-      connection: 'close',
-    };
-    const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
-    socket.write(`HTTP/1.1 400 Bad Request\r\n${lines.join('')}\r\n${body}`);
-  }
-  socket.destroy(err);
-}
+export const clientErrorHandler =
+  (answered: (request: UnparsedRequest) => void) => (err: Error & { code?: string }, socket: Duplex) => {
+    if (err.code === 'ECONNRESET' || socket.destroyed) return;
+    if (socket.writable) {
+      const id = newId('request');
+      answered({ requestId: id, ...requestLineOf(err), status: 400 });
+      const message = CLIENT_ERROR_MESSAGES[err.code ?? ''] ?? 'The request is not valid HTTP.';
+      const body = JSON.stringify({ error: { code: 'invalid_request', message, request_id: id } });
+      const headers = {
+        'content-type': 'application/json; charset=utf-8',
+        'content-length': Buffer.byteLength(body),
+        'x-request-id': id,
+        ...SECURITY_HEADERS,
+        'cache-control': 'no-store',
+        connection: 'close',
+      };
+      const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
+      socket.write(`HTTP/1.1 400 Bad Request\r\n${lines.join('')}\r\n${body}`);
+    }
+    socket.destroy(err);
+  };

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { UnparsedRequest } from './error-handler.ts';
 
 /**
  * The process's own metrics (CPU, memory, event-loop delay, GC: prom-client's defaults), collected
@@ -24,7 +25,11 @@ const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5
  * accounts or keys, so the series stay few and say nothing about any one account. Returns the
  * per-response step, which the app's onResponse hook calls.
  */
-export function installMetrics(app: FastifyInstance): (request: FastifyRequest, reply: FastifyReply) => void {
+export function installMetrics(app: FastifyInstance): {
+  observe: (request: FastifyRequest, reply: FastifyReply) => void;
+  /** A request the HTTP parser refused: counted as `unmatched`, with no duration known. */
+  observeUnparsed: (request: UnparsedRequest) => void;
+} {
   const registry = new Registry();
   const requests = new Counter({
     name: 'ads_http_requests_total',
@@ -55,9 +60,12 @@ export function installMetrics(app: FastifyInstance): (request: FastifyRequest, 
     return reply.type(merged.contentType).send(await merged.metrics());
   });
 
-  return (request, reply) => {
-    const route = request.routeOptions.url ?? 'unmatched';
-    requests.inc({ method: request.method, route, status: reply.statusCode });
-    duration.observe({ method: request.method, route }, reply.elapsedTime / 1000);
+  return {
+    observe: (request, reply) => {
+      const route = request.routeOptions.url ?? 'unmatched';
+      requests.inc({ method: request.method, route, status: reply.statusCode });
+      duration.observe({ method: request.method, route }, reply.elapsedTime / 1000);
+    },
+    observeUnparsed: ({ method, status }) => requests.inc({ method, route: 'unmatched', status }),
   };
 }
