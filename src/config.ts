@@ -371,7 +371,19 @@ function parseDatabaseUrl(
   cacheMb: number,
 ): DatabaseConfig {
   if (!url) return { dialect: 'sqlite', file: path.join(dataDir, 'ads.sqlite'), cacheMb };
-  if (/^postgres(ql)?:\/\//.test(url)) return { dialect: 'postgres', url };
+  if (/^postgres(ql)?:\/\//.test(url)) {
+    // An empty host (`postgres://user@/db`, the local socket) is valid to pg but not to URL.
+    if (
+      !URL.canParse(url) &&
+      !URL.canParse(url.replace(/^(postgres(?:ql)?:\/\/[^/]*@)(?=[/?]|$)/, '$1localhost'))
+    )
+      throw invalidSetting(
+        'ADS_DATABASE_URL',
+        url,
+        'is not a valid URL (postgres://user:password@host:port/database)',
+      );
+    return { dialect: 'postgres', url };
+  }
   const file = url.replace(/^sqlite:(\/\/)?/, '').replace(/^file:(\/\/)?/, '');
   if (!file) throw invalidSetting('ADS_DATABASE_URL', url, 'no file path');
   return { dialect: 'sqlite', file: path.resolve(cwd, file), cacheMb };

@@ -47,6 +47,20 @@ describe('bad settings', () => {
       assert.match(line, /ADS_REDIS_URL="redis:\/\/u:\*\*\*@127\.0\.0\.1:99999"/);
       assert.ok(!line.includes('Pw0rd') && !line.includes('Secret'), line);
     }
+    // A PostgreSQL URL that cannot be parsed (a port out of range) is named here, not at connect.
+    const pg = refusal({ ADS_DATABASE_URL: 'postgres://app:hunter2@db:99999/x' });
+    assert.match(
+      pg,
+      /^Invalid setting ADS_DATABASE_URL="postgres:\/\/app:\*\*\*@db:99999\/x": is not a valid URL/,
+    );
+    assert.ok(!pg.includes('hunter2'), pg);
+    // The local socket forms pg accepts stay valid.
+    for (const url of [
+      'postgres://app@/x',
+      'postgres:///x?host=/var/run/postgresql',
+      'postgresql://[::1]:5432/x',
+    ])
+      assert.equal(loadConfig({ ADS_DATABASE_URL: url }).database.dialect, 'postgres', url);
   });
 
   it('refuse a retry step no date holds, a page cache SQLite cannot take, and a sender with no address', () => {
