@@ -15,8 +15,11 @@ function processMetrics(): Registry {
   return processRegistry;
 }
 
-/** Request duration buckets, in seconds: from a cached read to a slow search. */
-const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+/**
+ * Request duration buckets, in seconds: from a cached read to a slow search, and to a webhook test
+ * ping, which waits for the receiver up to ADS_WEBHOOK_TIMEOUT_MS (10 s by default).
+ */
+const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
 /**
  * `GET /metrics` in the Prometheus text format (decisions §9), no key needed: requests by method,

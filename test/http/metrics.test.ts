@@ -22,6 +22,8 @@ describeEachDatabase('GET /metrics', (h) => {
     assert.match(String(res.headers['content-type']), /^text\/plain; version=0\.0\.4/);
     assert.match(res.raw, /^# TYPE ads_http_requests_total counter$/m);
     assert.match(res.raw, /^# TYPE ads_http_request_duration_seconds histogram$/m);
+    // Up to a webhook test ping's 10 s receiver timeout, not only +Inf above 5 s.
+    assert.match(res.raw, /^ads_http_request_duration_seconds_bucket\{le="10",/m);
     assert.match(res.raw, /^ads_process_resident_memory_bytes \d+/m);
     assert.equal(sample(res.raw, 'ads_rate_limiter_degraded'), 0);
   });
