@@ -18,7 +18,11 @@ export async function backupCommand(config: Readonly<Config>, argv: string[]): P
   if (positionals.length !== 1) throw new UsageError('backup takes one argument: a new or empty directory');
   const dest = path.resolve(positionals[0]!);
   const source = path.resolve(config.dataDir);
-  if (dest === source || dest.startsWith(`${source}${path.sep}`)) {
+  // Compared as the file system resolves them: through a symbolic link (to the data directory, or
+  // from the destination into it) the copy would otherwise go on copying itself.
+  const realDest = realPathOf(dest);
+  const realSource = realPathOf(source);
+  if (realDest === realSource || realDest.startsWith(`${realSource}${path.sep}`)) {
     throw new UsageError(`the backup directory must be outside ADS_DATA_DIR (${source})`);
   }
   if (fs.existsSync(dest) && (!fs.statSync(dest).isDirectory() || fs.readdirSync(dest).length > 0)) {
@@ -56,6 +60,22 @@ export async function backupCommand(config: Readonly<Config>, argv: string[]): P
     out('secret key: set by ADS_SECRET_KEY, so not in the backup; the backup cannot be read without it');
   }
   return 0;
+}
+
+/** `p` with every symbolic link resolved, for the part of it that exists (the rest kept as is). */
+function realPathOf(p: string): string {
+  const rest: string[] = [];
+  let at = p;
+  for (;;) {
+    try {
+      return path.join(fs.realpathSync(at), ...rest);
+    } catch (err) {
+      const parent = path.dirname(at);
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || parent === at) return p;
+      rest.unshift(path.basename(at));
+      at = parent;
+    }
+  }
 }
 
 /**

@@ -104,6 +104,24 @@ describe('ads command line', () => {
       assert.equal(res.code, 2, `${email}: ${res.stderr}`);
       assert.match(res.stderr, /--admin-email must be an email address/);
     }
+    // A usage mistake is found before the database is opened: no database is created or
+    // migrated, and an unreachable one does not turn it into a connection error (exit 1).
+    const fresh = fs.mkdtempSync(path.join(os.tmpdir(), 'ads-cli-usage-'));
+    try {
+      const res = runAds(['accounts', 'create', '--name', 'Odd', '--admin-email', 'bad'], {
+        ADS_DATA_DIR: fresh,
+      });
+      assert.equal(res.code, 2, res.stderr);
+      assert.deepEqual(fs.readdirSync(fresh), []);
+      const far = runAds(['accounts', 'set-plan', 'acc_1', 'gold'], {
+        ADS_DATA_DIR: fresh,
+        ADS_DATABASE_URL: 'postgres://postgres@127.0.0.1:1/x',
+      });
+      assert.equal(far.code, 2, far.stderr);
+      assert.match(far.stderr, /PLAN must be one of/);
+    } finally {
+      fs.rmSync(fresh, { recursive: true, force: true });
+    }
   });
 
   it('changes a plan, and refuses an unknown plan or account', () => {
@@ -143,6 +161,22 @@ describe('ads command line', () => {
       const inside = runAds(['backup', path.join(dataDir, 'b')], env);
       assert.equal(inside.code, 2);
       assert.match(inside.stderr, /outside ADS_DATA_DIR/);
+      // Inside it through a symbolic link: the data directory reached through one, or a
+      // destination that is one. Both are refused, and nothing is written.
+      const linkedDir = path.join(parent, 'linked-data');
+      fs.symlinkSync(dataDir, linkedDir);
+      const throughLink = runAds(['backup', path.join(dataDir, 'b')], { ...env, ADS_DATA_DIR: linkedDir });
+      assert.equal(throughLink.code, 2, throughLink.stderr);
+      assert.match(throughLink.stderr, /outside ADS_DATA_DIR/);
+      fs.mkdirSync(path.join(dataDir, 'empty'));
+      const linkedDest = path.join(parent, 'linked-dest');
+      fs.symlinkSync(path.join(dataDir, 'empty'), linkedDest);
+      const toLink = runAds(['backup', linkedDest], env);
+      assert.equal(toLink.code, 2, toLink.stderr);
+      assert.match(toLink.stderr, /outside ADS_DATA_DIR/);
+      assert.deepEqual(fs.readdirSync(path.join(dataDir, 'empty')), []);
+      assert.ok(!fs.existsSync(path.join(dataDir, 'b')));
+      fs.rmdirSync(path.join(dataDir, 'empty'));
     } finally {
       writer.close();
       fs.rmSync(parent, { recursive: true, force: true });
