@@ -78,12 +78,18 @@ for (const [code, v] of Object.entries(result.statusCodeStats ?? {})) {
   statusCounts[code] = (v as { count: number }).count;
 }
 const requests = Object.values(statusCounts).reduce((a, b) => a + b, 0);
+// Throughput is successful answers only: a 429, 401, 404 or 500 is an error (counted in non2xx and
+// statusCounts), not work done.
+const ok = Object.entries(statusCounts)
+  .filter(([code]) => code.startsWith('2'))
+  .reduce((a, [, n]) => a + n, 0);
 const seconds =
   cap > 0 && requests >= cap ? (lastResponseAt - new Date(result.start).getTime()) / 1000 : result.duration;
 const out: LoadResult = {
   requests,
+  ok,
   seconds,
-  rps: requests / Math.max(seconds, 1e-9),
+  rps: ok / Math.max(seconds, 1e-9),
   p50: pct(50),
   p95: pct(95),
   p99: pct(99),

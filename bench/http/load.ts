@@ -10,8 +10,12 @@ import { watchPeakRss } from './rss.ts';
 
 /** Figures of one measured run (the warm-up excluded). */
 export interface LoadResult {
+  /** Answers of every status. */
   requests: number;
+  /** 2xx answers. */
+  ok: number;
   seconds: number;
+  /** 2xx answers per second: errors (non-2xx, socket errors) are not throughput. */
   rps: number;
   /** Latency percentiles of 2xx responses, milliseconds. */
   p50: number;
@@ -58,6 +62,7 @@ export function medianLoad<T extends LoadResult & { peakRss?: number | undefined
   return {
     ...legs[0]!,
     requests: legs.reduce((a, l) => a + l.requests, 0),
+    ok: legs.reduce((a, l) => a + l.ok, 0),
     seconds: legs.reduce((a, l) => a + l.seconds, 0),
     rps: median(legs.map((l) => l.rps)),
     p50: median(legs.map((l) => l.p50)),

@@ -3,14 +3,16 @@
  * (bench/seed, its own process), start `ads serve` as its own process (timing start-up to ready),
  * start the bare `node:https` baseline and the Fastify floor as two more, then for each scenario
  * drive all three from another process (autocannon over HTTPS on loopback, same settings) and
- * record req/s, latency, errors and the server's peak RSS. Prints the tables and writes the
- * `## HTTP` and `## Machine` sections of docs/benchmarks.md (not in smoke or partial runs).
+ * record req/s (2xx answers only), latency, errors and the server's peak RSS. Prints the tables and
+ * writes the `## HTTP` and `## Machine` sections of docs/benchmarks.md (not with --smoke, --no-write
+ * or --scenarios).
  *
  *   npm run bench -- http [--db sqlite|postgres|both] [--objects 100000] [--seconds 5] [--warmup 1]
  *     [--connections 10] [--scenarios get-item,create,...] [--startups 3] [--rounds 1] [--seed-index]
  *     [--pg-url ADMIN_URL] [--redis-url URL] [--cpu-prof DIR] [--log-level info] [--no-write] [--smoke]
  *
- * `--db` defaults to SQLite, plus PostgreSQL when ADS_TEST_POSTGRES_URL or --pg-url is set.
+ * `--db` defaults to both when a PostgreSQL URL is given (--pg-url or ADS_TEST_POSTGRES_URL), else
+ * SQLite with a note (bench/options.ts: the same in every harness, which also ignore each other's flags).
  * `--smoke`: 2,000 objects, 2 s per run, no warm-up, one start: checks the harness, not the figures.
  */
 import { spawn } from 'node:child_process';
@@ -262,9 +264,11 @@ const INTRO = [
   'operator would run it), autocannon in a second process over HTTPS on loopback with keep-alive, and in',
   'the same run the **baseline**: a bare `node:https` server in a third process, same certificate,',
   'answering each request with a fixed JSON body of the size the real server gave to that request (writes:',
-  'the body read to its end, then 201/200/204), driven with the same settings. `ratio` = server req/s ÷',
-  'baseline req/s. Errors count non-2xx answers and socket errors; latency percentiles are over 2xx',
-  "answers; peak RSS is the server process's high-water mark during the row (Linux VmHWM, reset per row).",
+  'the body read to its end, then 201/200/204), driven with the same settings. req/s counts 2xx answers',
+  'only (a 429, 401, 404 or 500 is not throughput), and `ratio` = server req/s ÷ baseline req/s. Errors',
+  'count non-2xx answers and socket errors; a row with errors cannot meet a target, whatever its ratio.',
+  "Latency percentiles are over 2xx answers; peak RSS is the server process's high-water mark during the",
+  'row (Linux VmHWM, reset per row).',
   'The **Fastify floor**, in a fourth process and driven the same way, is Fastify 5 (the framework the',
   'service is built on) with the same TLS settings and one route answering the same bodies with the real',
   "server's response headers (the JSON body parsed, no logging, hooks, auth or database): `floor ratio` =",

@@ -22,7 +22,7 @@ const FILE = path.resolve(import.meta.dirname, '../../docs/benchmarks.md');
 const TITLE = 'Search';
 const NAMES = { sqlite: 'SQLite', postgres: 'PostgreSQL' } as const;
 
-const INTRO = `Produced by \`node --import tsx bench/search/run.ts [--objects N] [--db sqlite|postgres]\`.
+const INTRO = `Produced by \`npm run bench -- search [--objects N] [--db sqlite|postgres|both]\`.
 One account holds N objects of pseudo-English (Zipf-distributed words from a fixed-seed generator,
 30 to 1,500 words each, median about 250, tags and \`author\`/\`status\` metadata); 9 other accounts
 hold N/10 each unless the subsection says otherwise. \`GET /v1/search\` is driven in process with
@@ -39,7 +39,7 @@ objects; common term: 15-40 %).
 From 2026-11-27 on, a second table per subsection has the same queries over HTTPS against the real
 server (\`ads serve\` in its own process on the seeded database, autocannon in another, the bare
 \`node:https\` baseline of the HTTP section in a third, answering with the shape's median answer
-size): req/s, latency percentiles, errors and the server's peak RSS (VmHWM, reset per leg), one
+size): req/s (2xx answers only), latency percentiles, errors and the server's peak RSS (VmHWM, reset per leg), one
 connection unless the line above the table says otherwise. Tables measured after 2026-11-27 14:45
 also give the CPU steal during each row's legs (see "HTTP"). \`--https-seconds 0\` skips it.`;
 
