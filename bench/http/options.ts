@@ -1,6 +1,6 @@
-/** Command-line flags of the HTTP harness (bench/http/run.ts documents them). */
-import { parseArgs } from 'node:util';
-import { type BenchDialect, defaultPostgresUrl } from '../seed/target.ts';
+/** Command-line flags of the HTTP harness (bench/http/run.ts documents them; bench/options.ts the shared rules). */
+import { chooseDatabases, parseBenchArgs, usage, writesDocs } from '../options.ts';
+import type { BenchDialect } from '../seed/target.ts';
 import { pickScenarios, type Scenario } from './scenarios.ts';
 
 export interface HttpOptions {
@@ -22,57 +22,34 @@ export interface HttpOptions {
   logLevel: string;
 }
 
-/** Parses argv; unknown flags are ignored because `npm run bench` passes the same flags to every scenario. */
+/** Parses argv; the other harnesses' flags are accepted and ignored, unknown ones refused (bench/options.ts). */
 export function parseHttpOptions(argv: string[]): HttpOptions {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      db: { type: 'string' },
-      'pg-url': { type: 'string' },
-      objects: { type: 'string' },
-      seconds: { type: 'string' },
-      warmup: { type: 'string' },
-      connections: { type: 'string', default: '10' },
-      scenarios: { type: 'string' },
-      smoke: { type: 'boolean', default: false },
-      'no-write': { type: 'boolean', default: false },
-      startups: { type: 'string' },
-      rounds: { type: 'string' },
-      'seed-index': { type: 'boolean', default: false },
-      'redis-url': { type: 'string' },
-      'cpu-prof': { type: 'string' },
-      'log-level': { type: 'string', default: 'info' },
-    },
-    strict: false,
-  });
-  const smoke = values.smoke === true;
-  const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
-  const num = (v: unknown, fallback: number, name: string) => {
-    const n = Number(str(v) ?? fallback);
-    if (!Number.isFinite(n) || n < 0) throw new Error(`--${name} must be a non-negative number`);
-    return n;
-  };
-  const pgUrlGiven = str(values['pg-url']) ?? process.env.ADS_TEST_POSTGRES_URL;
-  const db = str(values.db) ?? (pgUrlGiven ? 'both' : 'sqlite');
-  if (!['sqlite', 'postgres', 'both'].includes(db)) throw new Error('--db must be sqlite, postgres or both');
-  const dbs: BenchDialect[] = db === 'both' ? ['sqlite', 'postgres'] : [db as BenchDialect];
-  const scenarioList = str(values.scenarios);
+  const args = parseBenchArgs('http', argv);
+  const smoke = args.boolean('smoke');
+  const { dbs, pgUrl } = chooseDatabases(args);
+  const scenarioList = args.string('scenarios');
+  let scenarios: Scenario[];
+  try {
+    scenarios = pickScenarios(scenarioList);
+  } catch (err) {
+    usage('http', (err as Error).message);
+  }
   return {
     dbs,
-    pgUrl: pgUrlGiven ?? defaultPostgresUrl(),
-    objects: Math.floor(num(values.objects, smoke ? 2_000 : 100_000, 'objects')),
-    seconds: num(values.seconds, smoke ? 2 : 5, 'seconds'),
-    warmupSeconds: num(values.warmup, smoke ? 0 : 1, 'warmup'),
-    connections: Math.max(1, Math.floor(num(values.connections, 10, 'connections'))),
-    scenarios: pickScenarios(scenarioList),
+    pgUrl,
+    objects: Math.floor(args.number('objects', smoke ? 2_000 : 100_000)),
+    seconds: args.number('seconds', smoke ? 2 : 5),
+    warmupSeconds: args.number('warmup', smoke ? 0 : 1),
+    connections: Math.max(1, Math.floor(args.number('connections', 10))),
+    scenarios,
     smoke,
     // A smoke run or a partial run must not replace the published figures.
-    write: !smoke && !scenarioList && values['no-write'] !== true,
-    startups: Math.max(1, Math.floor(num(values.startups, smoke ? 1 : 3, 'startups'))),
-    rounds: Math.max(1, Math.floor(num(values.rounds, 1, 'rounds'))),
-    seedIndex: values['seed-index'] === true,
-    redisUrl: str(values['redis-url']),
-    cpuProfDir: str(values['cpu-prof']),
-    logLevel: str(values['log-level']) ?? 'info',
+    write: writesDocs(args, scenarioList ? '--scenarios: a partial run' : undefined),
+    startups: Math.max(1, Math.floor(args.number('startups', smoke ? 1 : 3))),
+    rounds: Math.max(1, Math.floor(args.number('rounds', 1))),
+    seedIndex: args.boolean('seed-index'),
+    redisUrl: args.string('redis-url'),
+    cpuProfDir: args.string('cpu-prof'),
+    logLevel: args.string('log-level') ?? 'info',
   };
 }

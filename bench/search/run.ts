@@ -5,24 +5,27 @@
  * figure is routing, validation, auth, the queries and the excerpts) and, in the same run, of the
  * raw index work alone (wildcard expansion plus the ranked, counted query).
  *
- *   node --import tsx bench/search/run.ts [--objects 100000] [--db sqlite|postgres]
+ *   npm run bench -- search [--objects 100000] [--db sqlite|postgres|both]
  *     [--iterations 200] [--pg-url postgres://postgres@127.0.0.1:5432/postgres] [--dry-run]
  *     [--keep DIR] [--smoke] [--https-seconds 10] [--https-connections 1] [--https-rounds 1]
+ *
+ * `--db` as in every harness (bench/options.ts): both when ADS_TEST_POSTGRES_URL or --pg-url gives
+ * a server, else SQLite with a note; each database is seeded and measured in turn.
  *
  * Then the same queries over HTTPS (bench/search/https.ts): `ads serve` in its own process on the
  * seeded database, autocannon in another, each shape beside the bare `node:https` baseline.
  * `--https-seconds 0` skips that phase.
  * `--keep DIR` keeps the seeded database (SQLite file or PostgreSQL database, named in
  * DIR/state.json) and reuses it on the next run with the same DIR, so a measurement can be repeated
- * on a quiet machine without seeding again.
+ * on a quiet machine without seeding again; it holds one database, so it needs `--db sqlite` or
+ * `--db postgres`.
  * `--smoke`: 3,000 objects and 5 requests per shape, figures printed but not written: checks the
- * harness (CI), not the figures.
+ * harness (CI), not the figures. `--no-write` and `--dry-run` also leave docs/benchmarks.md alone.
  */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import pg from 'pg';
@@ -41,50 +44,35 @@ import { parseQuery } from '../../src/search/parser.ts';
 import { buildPlan, vocabularyPatterns } from '../../src/search/plan.ts';
 import { expandWildcards, indexDataObject, searchIndex } from '../../src/search/search-index.ts';
 import { benchContext } from '../context.ts';
+import { chooseDatabases, parseBenchArgs, usage, writesDocs } from '../options.ts';
 import { toDataRow } from '../seed/seed.ts';
 import { objectGenerator, vocabulary } from './corpus.ts';
 import { httpsTable, measureOverHttps } from './https.ts';
 import { pickQueries, type Shape } from './queries.ts';
 import { writeSearchResults } from './report.ts';
 
-const { values } = parseArgs({
-  options: {
-    objects: { type: 'string' },
-    db: { type: 'string', default: 'sqlite' },
-    iterations: { type: 'string' },
-    'pg-url': {
-      type: 'string',
-      default: process.env.ADS_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
-    },
-    'dry-run': { type: 'boolean', default: false },
-    keep: { type: 'string' },
-    'other-objects': { type: 'string' },
-    smoke: { type: 'boolean', default: false },
-    'https-seconds': { type: 'string' },
-    'https-connections': { type: 'string', default: '1' },
-    'https-rounds': { type: 'string', default: '1' },
-  },
-});
-const smoke = values.smoke === true;
-const objects = Number(values.objects ?? (smoke ? 3_000 : 100_000));
-const iterations = Number(values.iterations ?? (smoke ? 5 : 200));
-const dialect: 'sqlite' | 'postgres' = values.db === 'postgres' ? 'postgres' : 'sqlite';
+const args = parseBenchArgs('search');
+const smoke = args.boolean('smoke');
+const objects = args.number('objects', smoke ? 3_000 : 100_000);
+const iterations = args.number('iterations', smoke ? 5 : 200);
+const { dbs, pgUrl } = chooseDatabases(args);
+const write = writesDocs(args, args.boolean('dry-run') ? '--dry-run' : undefined);
 const OTHER_ACCOUNTS = 9;
 /** Objects in each of the other accounts: a tenth of the searched account's unless given. */
-const otherObjects = Number(values['other-objects'] ?? Math.round(objects / 10));
+const otherObjects = args.number('other-objects', Math.round(objects / 10));
 const BATCH = 500;
 /** Seeding transactions in flight at once on PostgreSQL (see seed). */
 const PG_LANES = 2;
 const httpsOptions = {
-  seconds: Number(values['https-seconds'] ?? (smoke ? 1 : 10)),
+  seconds: args.number('https-seconds', smoke ? 1 : 10),
   warmupSeconds: smoke ? 0 : 1,
-  connections: Number(values['https-connections']),
-  rounds: Number(values['https-rounds']),
+  connections: args.number('https-connections', 1),
+  rounds: args.number('https-rounds', 1),
 };
 for (const [name, n] of Object.entries(httpsOptions)) {
   // A leg needs a connection, and a row at least one round; seconds (and warm-up) may be 0.
   const min = name === 'connections' || name === 'rounds' ? 1 : 0;
-  if (!Number.isInteger(n) || n < min) throw new Error(`--https-${name}: a whole number >= ${min} expected`);
+  if (!Number.isInteger(n) || n < min) usage('search', `--https-${name}: a whole number >= ${min} expected`);
 }
 
 /** What a kept database needs to be measured again (`--keep`). */
@@ -99,10 +87,13 @@ interface KeptState {
   df: [string, number][];
 }
 
-const keepDir = values.keep ? path.resolve(values.keep) : undefined;
+const keep = args.string('keep');
+const keepDir = keep ? path.resolve(keep) : undefined;
 const statePath = keepDir ? path.join(keepDir, 'state.json') : undefined;
+if (keepDir && dbs.length > 1)
+  usage('search', '--keep DIR holds one database: give --db sqlite or --db postgres');
 
-function keptState(): KeptState | undefined {
+function keptState(dialect: 'sqlite' | 'postgres'): KeptState | undefined {
   if (!statePath || !fs.existsSync(statePath)) return undefined;
   const state = JSON.parse(fs.readFileSync(statePath, 'utf8')) as KeptState;
   const stateOthers = state.otherObjects ?? Math.round(state.objects / 10);
@@ -114,7 +105,7 @@ function keptState(): KeptState | undefined {
   return state;
 }
 
-async function openBenchDatabase(kept: KeptState | undefined) {
+async function openBenchDatabase(dialect: 'sqlite' | 'postgres', kept: KeptState | undefined) {
   if (keepDir && kept) return { dataDir: keepDir, env: kept.env, drop: async () => {} };
   const dataDir = keepDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'ads-bench-search-'));
   fs.mkdirSync(dataDir, { recursive: true });
@@ -122,7 +113,7 @@ async function openBenchDatabase(kept: KeptState | undefined) {
     if (!keepDir) fs.rmSync(dataDir, { recursive: true, force: true });
   };
   if (dialect === 'sqlite') return { dataDir, env: {}, drop: remove };
-  const admin = values['pg-url']!;
+  const admin = pgUrl;
   const name = `ads_bench_search_${randomBytes(4).toString('hex')}`;
   const run = async (text: string) => {
     const c = new pg.Client({ connectionString: admin });
@@ -240,6 +231,7 @@ const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
 async function measure(app: FastifyInstance, ctx: AppContext, key: string, accountId: string, shape: Shape) {
+  const { dialect } = ctx.database;
   const http: number[] = [];
   const raw: number[] = [];
   let hits = 0;
@@ -332,9 +324,9 @@ async function serverSettings(database: Database, config: Config): Promise<strin
   return `SQLite ${rows[0]!.v} with a ${cacheMb} MiB page cache`;
 }
 
-async function main() {
-  const kept = keptState();
-  const bench = await openBenchDatabase(kept);
+async function main(dialect: 'sqlite' | 'postgres') {
+  const kept = keptState(dialect);
+  const bench = await openBenchDatabase(dialect, kept);
   const config = loadConfig({ ADS_DATA_DIR: bench.dataDir, ADS_LOG_LEVEL: 'silent', ...bench.env });
   const ctx = await benchContext(config);
   const { database } = ctx;
@@ -424,11 +416,14 @@ async function main() {
       results,
       https,
     };
-    if (!values['dry-run'] && !smoke) writeSearchResults(summary);
+    if (write) writeSearchResults(summary);
   } finally {
     await close();
     await bench.drop();
   }
 }
 
-await main();
+for (const dialect of dbs) {
+  console.warn(`-- search on ${dialect}`);
+  await main(dialect);
+}

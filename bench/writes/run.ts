@@ -10,8 +10,10 @@
  *
  *   npm run bench -- writes [--db sqlite|postgres|both] [--objects 2000] [--rounds 3] [--smoke]
  *     [--pg-url ADMIN_URL] [--no-write]
+ *
+ * Every call counted completed without an error (one that throws stops the run), so objects/s is
+ * successful calls per second. `--db` and writing docs/benchmarks.md follow bench/options.ts.
  */
-import { parseArgs } from 'node:util';
 import { sql } from 'kysely';
 import { loadConfig } from '../../src/config.ts';
 import type { AppContext } from '../../src/context.ts';
@@ -20,30 +22,17 @@ import type { CreateDataInput } from '../../src/modules/data/schemas.ts';
 import { createData, deleteData, patchData } from '../../src/modules/data/service.ts';
 import { benchContext } from '../context.ts';
 import { describeMachine } from '../http/machine.ts';
+import { chooseDatabases, parseBenchArgs, writesDocs } from '../options.ts';
 import { writeBenchSection } from '../report.ts';
 import { type BenchDialect, createTarget } from '../seed/target.ts';
 import { objectGenerator } from '../seed/words.ts';
 
-const { values } = parseArgs({
-  options: {
-    db: { type: 'string' },
-    objects: { type: 'string' },
-    rounds: { type: 'string' },
-    smoke: { type: 'boolean', default: false },
-    'pg-url': { type: 'string' },
-    'no-write': { type: 'boolean', default: false },
-  },
-  // `npm run bench -- --flag` passes the same flags to every scenario.
-  strict: false,
-});
-const smoke = values.smoke === true;
-const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
-const objects = Number(str(values.objects) ?? (smoke ? 200 : 2000));
-const rounds = Number(str(values.rounds) ?? (smoke ? 1 : 3));
-const pgUrl = str(values['pg-url']) ?? process.env.ADS_TEST_POSTGRES_URL;
-const dbs =
-  (str(values.db) ?? (pgUrl ? 'both' : 'sqlite')) === 'both' ? ['sqlite', 'postgres'] : [str(values.db)!];
-const write = !smoke && values['no-write'] !== true;
+const args = parseBenchArgs('writes');
+const smoke = args.boolean('smoke');
+const objects = args.number('objects', smoke ? 200 : 2000);
+const rounds = args.number('rounds', smoke ? 1 : 3);
+const { dbs, pgUrl } = chooseDatabases(args);
+const write = writesDocs(args);
 const CONCURRENCY = [1, 10, 64];
 /** Callers of the patch and delete legs. */
 const UPDATERS = 10;
@@ -84,9 +73,8 @@ async function ftsSegments(db: AppContext['database']['db']): Promise<number> {
   return Number(rows[0]?.n ?? 0);
 }
 
-async function measure(db: string): Promise<Leg[]> {
-  if (db === 'postgres' && !pgUrl) throw new Error('--db postgres needs --pg-url or ADS_TEST_POSTGRES_URL');
-  const target = await createTarget(db as BenchDialect, pgUrl);
+async function measure(db: BenchDialect): Promise<Leg[]> {
+  const target = await createTarget(db, pgUrl);
   const config = loadConfig({
     ADS_DATA_DIR: target.dataDir,
     ADS_DATABASE_URL: target.databaseUrl,
