@@ -77,15 +77,26 @@ describeEachDatabase('search: a word too long to index still separates its neigh
       assert.deepEqual(await found('"token expired"'), [id.adjacent, id.log].sort(), 'the old fault');
       // A database from before 0025 has no record of it (this one ran it when it was created).
       await sql`DELETE FROM search_refold_progress WHERE name = '0025-long-word-breaks'`.execute(db());
+      await sql`DELETE FROM schema_breaks WHERE name = '0025-long-word-breaks'`.execute(db());
+      // Stopped after its first batch (as a kill would): the break is already on record.
+      const stop = () => {
+        throw new Error('stopped after a batch');
+      };
+      await assert.rejects(migrate0025(db(), h.dialect, stop), /stopped after a batch/);
+      const { rows } = await sql<{ name: string }>`SELECT name FROM schema_breaks`.execute(db());
+      breaksAfterOneBatch = rows.map((r) => r.name);
       await migrate0025(db(), h.dialect);
       await migrate0025(db(), h.dialect);
     });
+    let breaksAfterOneBatch: string[] = [];
 
     it('rewrites them: phrases no longer span the overlong words', phrasesAcrossLongWords);
 
     it('records a schema break, so an earlier release that knows them refuses this schema', async () => {
       const { rows } = await sql<{ name: string }>`SELECT name FROM schema_breaks`.execute(db());
       assert.ok(rows.some((r) => r.name === '0025-long-word-breaks'));
+      // Before its first rewritten entry commits, not at its end.
+      assert.ok(breaksAfterOneBatch.includes('0025-long-word-breaks'), String(breaksAfterOneBatch));
     });
 
     it('updates and deletes after it leave no stale words (the entry matched what was written)', async () => {

@@ -21,6 +21,9 @@ import { rewriteEntries } from './0015-symbol-words.ts';
  * release that knows schema breaks refuses to start against this schema.
  */
 export async function up(db: Kysely<unknown>, dialect: Dialect, progress?: MigrationProgress): Promise<void> {
+  // First: on SQLite each batch commits as it goes, so the break must be on record before the
+  // first rewritten entry, for a release that checks breaks of migrations still under way.
+  await recordSchemaBreak(db, '0025-long-word-breaks');
   // A field can hold an overlong word only if it is longer than 128 characters, or (folding can
   // lengthen a word, and a character outside the BMP counts twice) if it has a character outside
   // ASCII, as 0015 finds them.
@@ -43,5 +46,4 @@ export async function up(db: Kysely<unknown>, dialect: Dialect, progress?: Migra
     },
     { onBatch: progress },
   );
-  await recordSchemaBreak(db, '0025-long-word-breaks');
 }
