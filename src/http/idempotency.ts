@@ -34,10 +34,13 @@ declare module 'fastify' {
 /**
  * What a key's request must repeat to be replayed: method, the path as sent (with its ids, so the
  * same key on `/users/A/invitation` and `/users/B/invitation` is a conflict) and query, and the
- * body's content (key order aside; the body depth is bounded by json-body.ts).
+ * body's content (key order aside; the body depth is bounded by json-body.ts). An operation that
+ * takes no body reads none, `null` and `{}` alike (docs/api.md "Requests"), so they are one request.
  */
-const requestText = (request: FastifyRequest) =>
-  `${request.method} ${request.url}\n${canonicalJson(request.body ?? null)}`;
+const requestText = (request: FastifyRequest) => {
+  const body = request.routeOptions.schema?.body === undefined ? null : (request.body ?? null);
+  return `${request.method} ${request.url}\n${canonicalJson(body)}`;
+};
 
 /** Marks a keyed fingerprint; rows stored before it hold a bare SHA-256 in hex. */
 const KEYED = 'k1.';

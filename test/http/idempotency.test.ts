@@ -265,6 +265,26 @@ describeEachDatabase('Idempotency-Key on POST (Stripe semantics)', (h) => {
     assert.equal(other.body.error.code, 'idempotency_conflict');
   });
 
+  it('replays a request to an operation that takes no body, sent with none, null or {}', async () => {
+    const invited = await h.request('POST', '/v1/users', {
+      key: acc.adminKey,
+      body: { email: 'resend-bodies@example.com', role: 'member' },
+    });
+    const resend = (body?: unknown) =>
+      h.request('POST', `/v1/users/${invited.body.data.id}/invitation`, {
+        key: acc.adminKey,
+        body,
+        headers: { 'idempotency-key': 'key-no-body' },
+      });
+    const first = await resend();
+    assert.equal(first.status, 200, first.raw);
+    for (const body of [null, {}]) {
+      const again = await resend(body);
+      assert.equal(again.status, 200, `${JSON.stringify(body)}: ${again.raw}`);
+      assert.equal(again.headers['idempotent-replayed'], 'true');
+    }
+  });
+
   it('replays the same body re-sent with its keys in another order', async () => {
     const first = await post(
       acc.adminKey,
