@@ -26,7 +26,8 @@ const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5
  * route template and status, their durations, whether the rate limiter fell back to per-process
  * counters, and the process metrics. Labels are route templates (`/v1/data/:id`), never ids,
  * accounts or keys, so the series stay few and say nothing about any one account. Returns the
- * per-response step, which the app's onResponse hook calls.
+ * per-response step, which the app's onResponse hook calls, and the step for a request the HTTP
+ * parser refused, which the app's client error handler calls.
  */
 export function installMetrics(app: FastifyInstance): {
   observe: (request: FastifyRequest, reply: FastifyReply) => void;
