@@ -36,6 +36,7 @@ import * as m0022 from './migrations/0022-vocab-trigrams.ts';
 import * as m0023 from './migrations/0023-list-covering.ts';
 import * as m0024 from './migrations/0024-due-covering.ts';
 import * as m0025 from './migrations/0025-long-word-breaks.ts';
+import * as m0026 from './migrations/0026-word-folding.ts';
 import { HOT_STATEMENT, openPostgres } from './postgres.ts';
 import { openSqlite } from './sqlite.ts';
 import type { DB, Db, Dialect } from './types.ts';
@@ -111,6 +112,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0023-list-covering': m0023,
   '0024-due-covering': m0024,
   '0025-long-word-breaks': m0025,
+  '0026-word-folding': m0026,
 };
 
 class StaticProvider implements MigrationProvider {

@@ -17,8 +17,27 @@ export const FREE_TEXT_FIELDS: readonly TextField[] = ['title', 'tags', 'content
 /** The values `type` can take; `type:` terms match them exactly. */
 export const DATA_TYPES = ['document', 'note', 'record'] as const;
 
-/** Longer "words" (hashes, base64) are not indexed: no one searches for them by hand. */
+/**
+ * Longer "words" (hashes, base64) are not indexed: no one searches for them by hand. Characters
+ * are code points (a character outside the BMP is one, as everywhere the API counts them).
+ */
 export const MAX_INDEXED_WORD_CHARS = 128;
+
+/** Whether a word is short enough to index: at most MAX_INDEXED_WORD_CHARS code points. */
+export function isIndexable(word: string): boolean {
+  if (word.length <= MAX_INDEXED_WORD_CHARS) return true;
+  // A code point is one or two UTF-16 units.
+  if (word.length > 2 * MAX_INDEXED_WORD_CHARS) return false;
+  let chars = 0;
+  for (const _ of word) if (++chars > MAX_INDEXED_WORD_CHARS) return false;
+  return true;
+}
+
+/**
+ * How an index decides which words it keeps. Since migration 0026 `isIndexable`; before it, words
+ * of up to MAX_INDEXED_WORD_CHARS UTF-16 units (migrations rebuild entries those releases wrote).
+ */
+export type WordFits = (word: string) => boolean;
 
 /** One object as the index sees it. Each field is a list of segments (one per tag) that phrases never span. */
 export interface IndexDocument {
@@ -40,8 +59,8 @@ const ASCII_TEXT = /^[\0-\x7F]*$/;
 const ASCII_NON_WORD = /[^a-z0-9]+/;
 
 /** The words of raw text as the index keeps them: folded, split, overlong ones left out. */
-export function indexedWords(text: string, fold: (s: string) => string = foldText): string[] {
-  return allWords(text, fold).filter((w) => w !== '' && w.length <= MAX_INDEXED_WORD_CHARS);
+export function indexedWords(text: string): string[] {
+  return allWords(text, foldText).filter((w) => w !== '' && isIndexable(w));
 }
 
 /** Every word of raw text, folded, overlong ones too (and empty strings between separators). */
@@ -72,12 +91,13 @@ export function indexedSegments(
   text: string,
   fold: (s: string) => string = foldText,
   longWords: LongWords = 'break',
+  fits: WordFits = isIndexable,
 ): string[][] {
   const segments: string[][] = [];
   let current: string[] = [];
   for (const w of allWords(text, fold)) {
     if (w === '') continue;
-    if (w.length <= MAX_INDEXED_WORD_CHARS) current.push(w);
+    if (fits(w)) current.push(w);
     else if (longWords === 'break' && current.length > 0) {
       segments.push(current);
       current = [];
@@ -88,18 +108,19 @@ export function indexedSegments(
 }
 
 /**
- * Folds and splits every indexed field of a data object row. `fold` and `longWords` are for
- * migrations only: the folding and splitting an older release indexed with, to rebuild the entry
- * it wrote.
+ * Folds and splits every indexed field of a data object row. `fold`, `longWords` and `fits` are
+ * for migrations only: the folding, splitting and word length an older release indexed with, to
+ * rebuild the entry it wrote.
  */
 export function buildIndexDocument(
   row: TextRow,
   fold: (s: string) => string = foldText,
   longWords: LongWords = 'break',
+  fits: WordFits = isIndexable,
 ): IndexDocument {
   const tags = JSON.parse(row.tags) as string[];
   const metadata = JSON.parse(row.metadata) as Record<string, unknown>;
-  const segments = (text: string) => indexedSegments(text, fold, longWords);
+  const segments = (text: string) => indexedSegments(text, fold, longWords, fits);
   const meta = (key: string): string[][] => {
     const v = Object.hasOwn(metadata, key) ? metadata[key] : undefined;
     return typeof v === 'string' ? segments(v) : [];

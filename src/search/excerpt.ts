@@ -1,12 +1,18 @@
 // Search-result excerpts (decisions §6): about 30 words around the first match, matched words in
 // <em>, everything else HTML-escaped, `…` where text was cut. Matching mirrors the database loosely:
 // folded equality, same Porter stem, or a wildcard pattern.
-import { MAX_INDEXED_WORD_CHARS } from './document.ts';
+import { isIndexable } from './document.ts';
 import type { PositiveTerm } from './parser.ts';
-import { foldText, foldWord, patternParts, splitWords, stemWord, wildcardTest } from './text.ts';
+import { foldText, foldWord, patternParts, splitWords, stemWord, WORD_SOURCE, wildcardTest } from './text.ts';
 
 /** Only this much of a text is scanned for the first match; content can be megabytes. */
 export const MAX_SCAN_CHARS = 200_000;
+/**
+ * How many characters (code points) of the content the databases return for an excerpt: one more
+ * than the excerpt scans, so it can tell that the content goes on past the scanned part (and end
+ * with `…`, and not show a word cut there as if it were whole).
+ */
+export const FETCH_CHARS = MAX_SCAN_CHARS + 1;
 const DEFAULT_WORDS = 30;
 const MAX_WORDS = 200;
 /** Words whose test result a compiled term keeps (a page's texts rarely hold more distinct words). */
@@ -16,7 +22,10 @@ const MAX_SHOWN_WORD = 60;
 const MAX_SHOWN_GAP = 30;
 const MAX_EDGE_PUNCT = 10;
 
-const WORD = /[\p{L}\p{N}\p{M}]+/gu;
+/** A word of raw text: a letter or digit, then letters, digits and marks (text.ts WORD_SOURCE). */
+const WORD = new RegExp(WORD_SOURCE, 'gu');
+/** A character that continues a word before it. */
+const WORD_CONTINUES = /^[\p{L}\p{N}\p{M}]/u;
 const SPACES = /\s+/gu;
 const HTML_SPECIAL = /[&<>"']/g;
 const HTML_SPECIAL_ANY = /[&<>"']/;
@@ -93,9 +102,7 @@ export function compileExcerptTerms(terms: readonly PositiveTerm[]): ExcerptMatc
     const targetStem = stem(target);
     // Porter only rewrites endings, so a word and its stem share their first character: testing it
     // first skips stemming almost every word of the text.
-    return (w) =>
-      w.length <= MAX_INDEXED_WORD_CHARS &&
-      (w === target || (w[0] === targetStem[0] && stem(w) === targetStem));
+    return (w) => isIndexable(w) && (w === target || (w[0] === targetStem[0] && stem(w) === targetStem));
   };
   const single: WordTest[] = [];
   const phrases: WordTest[][] = [];
@@ -115,7 +122,7 @@ export function compileExcerptTerms(terms: readonly PositiveTerm[]): ExcerptMatc
         if (text.replaceAll('*', '') !== '') {
           // Words longer than the index keeps never matched, so they are not highlighted either.
           const test = wildcardTest(text);
-          single.push(remembered((w) => w.length <= MAX_INDEXED_WORD_CHARS && test(w)));
+          single.push(remembered((w) => isIndexable(w) && test(w)));
           // Every word the pattern matches contains its longest literal run.
           singleNeedles.push(patternParts(text).longest);
         }
@@ -168,6 +175,32 @@ function clip(s: string, max: number): string {
 }
 
 /**
+ * The end of the part of `text` that is scanned: MAX_SCAN_CHARS UTF-16 units, less one rather than
+ * cut a surrogate pair in half.
+ */
+function scanLimit(text: string): number {
+  const end = Math.min(text.length, MAX_SCAN_CHARS);
+  return end < text.length && /[\uD800-\uDBFF]/.test(text[end - 1] ?? '') ? end - 1 : end;
+}
+
+/**
+ * Whether a word of the scanned part that ends at `scanEnd` may go on past it: `text` (as the
+ * database returned it, FETCH_CHARS) continues it there. Such a word is not shown as if whole.
+ */
+function cutAtScanEnd(text: string, end: number, scanEnd: number): boolean {
+  return end === scanEnd && scanEnd < text.length && WORD_CONTINUES.test(text.slice(scanEnd, scanEnd + 2));
+}
+
+/**
+ * Whether text follows an excerpt that ends at `to`: more than spaces, or anything past the scanned
+ * part (the databases return FETCH_CHARS characters of a longer content, so what follows the scanned
+ * part may be spaces there and words after them).
+ */
+function goesOn(text: string, to: number, scanEnd: number): boolean {
+  return scanEnd < text.length || /\S/u.test(text.slice(to));
+}
+
+/**
  * An HTML excerpt of about `opts.words` words (default 30) of `text` around the first word that
  * matches one of `terms`, or null when nothing matches in the first MAX_SCAN_CHARS characters.
  */
@@ -189,9 +222,7 @@ export function buildExcerpt(
   if (single.length === 0 && phrases.length === 0) return null;
   const longestPhrase = phrases.reduce((m, p) => Math.max(m, p.length), 1);
 
-  let scanEnd = Math.min(text.length, MAX_SCAN_CHARS);
-  // Never cut a surrogate pair in half.
-  if (scanEnd < text.length && /[\uD800-\uDBFF]/.test(text[scanEnd - 1] ?? '')) scanEnd--;
+  const scanEnd = scanLimit(text);
   const scanned = text.slice(0, scanEnd);
 
   const entries: Entry[] = [];
@@ -204,9 +235,14 @@ export function buildExcerpt(
     if (from === -1) return null;
     re.lastIndex = from;
   }
+  let exhausted = false;
   const more = (): boolean => {
-    const m = re.exec(scanned);
-    if (!m) return false;
+    const m = exhausted ? null : re.exec(scanned);
+    // A word the scan limit cuts is left out, with what follows it.
+    if (!m || cutAtScanEnd(text, m.index + m[0].length, scanEnd)) {
+      exhausted = true;
+      return false;
+    }
     const start = m.index;
     const end = start + m[0].length;
     for (const word of foldWord(m[0])) entries.push({ start, end, word });
@@ -267,16 +303,17 @@ export function buildExcerpt(
     cursor = e.end;
   }
   out += escaped(text.slice(cursor, to).replace(SPACES, ' '));
-  if (/\S/u.test(text.slice(to))) out += '…';
+  if (goesOn(text, to, scanEnd)) out += '…';
   return out;
 }
 
 // Punctuation glued to an edge word ("(Hello", "end.") is kept when a space or the text edge
 // bounds it; otherwise it belongs to the neighbouring word and stays out.
-const PUNCT_BEFORE_AT_START = /(?:^|\s)([^\s\p{L}\p{N}\p{M}]*)$/u;
-const PUNCT_BEFORE = /\s([^\s\p{L}\p{N}\p{M}]*)$/u;
-const PUNCT_AFTER_AT_END = /^([^\s\p{L}\p{N}\p{M}]*)(?:\s|$)/u;
-const PUNCT_AFTER = /^([^\s\p{L}\p{N}\p{M}]*)\s/u;
+// (A mark there is no word's: a word takes the marks that follow it.)
+const PUNCT_BEFORE_AT_START = /(?:^|\s)([^\s\p{L}\p{N}]*)$/u;
+const PUNCT_BEFORE = /\s([^\s\p{L}\p{N}]*)$/u;
+const PUNCT_AFTER_AT_END = /^([^\s\p{L}\p{N}]*)(?:\s|$)/u;
+const PUNCT_AFTER = /^([^\s\p{L}\p{N}]*)\s/u;
 
 function edgePunctuationBefore(text: string, at: number): number {
   const lead = text.slice(Math.max(0, at - MAX_EDGE_PUNCT - 1), at);
@@ -298,14 +335,14 @@ export function leadingExcerpt(text: string, opts: { words?: number } = {}): str
   const want = Number.isFinite(opts.words)
     ? Math.min(MAX_WORDS, Math.max(1, Math.floor(opts.words!)))
     : DEFAULT_WORDS;
-  let scanEnd = Math.min(text.length, MAX_SCAN_CHARS);
-  if (scanEnd < text.length && /[\uD800-\uDBFF]/.test(text[scanEnd - 1] ?? '')) scanEnd--;
+  const scanEnd = scanLimit(text);
   const re = new RegExp(WORD.source, WORD.flags);
   const scanned = text.slice(0, scanEnd);
   let out = '';
   let cursor = -1;
   let shown = 0;
   for (let m = re.exec(scanned); m && shown < want; m = re.exec(scanned), shown++) {
+    if (cutAtScanEnd(text, m.index + m[0].length, scanEnd)) break;
     if (cursor < 0) cursor = m.index - edgePunctuationBefore(text, m.index);
     out += escapeHtml(clip(text.slice(cursor, m.index).replace(SPACES, ' '), MAX_SHOWN_GAP));
     out += escapeHtml(clip(m[0], MAX_SHOWN_WORD));
@@ -314,5 +351,5 @@ export function leadingExcerpt(text: string, opts: { words?: number } = {}): str
   if (cursor < 0) return escapeHtml(clip(text.trim().replace(SPACES, ' '), MAX_SHOWN_WORD));
   const to = cursor + edgePunctuationAfter(text, cursor);
   out += escapeHtml(text.slice(cursor, to));
-  return /\S/u.test(text.slice(to)) ? `${out}…` : out;
+  return goesOn(text, to, scanEnd) ? `${out}…` : out;
 }

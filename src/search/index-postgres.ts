@@ -14,7 +14,7 @@ import {
   tierTsquery,
 } from './compile-postgres.ts';
 import { type IndexDocument, type IndexedRow, type VocabularyDelta, vocabularyJson } from './document.ts';
-import { MAX_SCAN_CHARS } from './excerpt.ts';
+import { FETCH_CHARS } from './excerpt.ts';
 import { layoutOf } from './layout.ts';
 import type { SearchPage, SearchQuery } from './search-index.ts';
 
@@ -151,7 +151,7 @@ export async function search(db: Db, q: SearchQuery): Promise<SearchPage> {
       ${fieldTsquery(q.plan, 'title')}::tsquery, ${fieldTsquery(q.plan, 'tags')}::tsquery,
       ${rankTsquery(q.plan)}::tsquery, ${args.type}::text, ${args.tags}::jsonb, ${args.meta}::jsonb,
       ${q.from ?? null}::timestamptz, ${q.to ?? null}::timestamptz, ${q.sort}::text,
-      ${q.order === 'desc'}::boolean, ${q.limit}::int4, ${q.offset}::int8, ${MAX_SCAN_CHARS}::int4,
+      ${q.order === 'desc'}::boolean, ${q.limit}::int4, ${q.offset}::int8, ${FETCH_CHARS}::int4,
       ${phrases?.phrases ?? null}::tsquery, ${phrases?.gate ?? null}::tsquery, ${tiers}::tsquery,
       ${phrases?.vectorPhrases ?? null}::tsquery,
       ${phrases && phrases.pairs.length > 0 ? phrases.pairs : null}::int4[])`.execute(db);

@@ -31,7 +31,7 @@ import {
   type VocabularyDelta,
   vocabularyJson,
 } from './document.ts';
-import { MAX_SCAN_CHARS } from './excerpt.ts';
+import { FETCH_CHARS } from './excerpt.ts';
 import { layoutOf } from './layout.ts';
 import { phraseBm25, phraseCounts, phraseIdf, readVarints } from './phrase-rank.ts';
 import type { Leaf } from './plan.ts';
@@ -358,11 +358,11 @@ async function searchFiltered(
   });
 }
 
-/** The shown fields of the page's objects, by id; content cut to what the excerpt scans. */
+/** The shown fields of the page's objects, by id; content cut to what the excerpt reads (FETCH_CHARS). */
 async function resultRows(db: Db, accountId: string, ids: string[]): Promise<Map<string, ResultRow>> {
   if (ids.length === 0) return new Map();
   const { rows } = await sql<ResultRow & { id: string }>`
-    SELECT id, title, type, created_at, substr(content, 1, ${MAX_SCAN_CHARS}) AS content
+    SELECT id, title, type, created_at, substr(content, 1, ${FETCH_CHARS}) AS content
     FROM data_objects WHERE account_id = ${accountId} AND id IN (${sql.join(ids)})`.execute(db);
   return new Map(rows.map((r) => [r.id, r]));
 }
@@ -418,7 +418,7 @@ async function searchByRelevance(
       ? { rows: [] }
       : await sql<ResultRow & { doc: number; id: string }>`
           SELECT s.doc, s.id, d.title, d.type, d.created_at,
-            substr(d.content, 1, ${MAX_SCAN_CHARS}) AS content
+            substr(d.content, 1, ${FETCH_CHARS}) AS content
           FROM search_documents s
           CROSS JOIN data_objects d ON d.account_id = s.account_id AND d.id = s.id
           WHERE s.doc IN (${sql.join(docs)}) AND +s.account_id = ${q.accountId}`.execute(db);
@@ -499,7 +499,7 @@ async function phrasePage(
       title: r.title,
       type: r.type,
       created_at: r.created_at,
-      content: firstChars(r.content, MAX_SCAN_CHARS),
+      content: firstChars(r.content, FETCH_CHARS),
     },
   }));
   return { hits, total: rows.length };

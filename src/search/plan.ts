@@ -1,7 +1,7 @@
 // The query AST resolved against the index: words stemmed, wildcards turned into prefix matches or
 // vocabulary expansions, `type:` checked against its closed set, NOTs pushed down to the leaves,
 // and leaves that can never match folded away. Both dialect compilers start from this plan.
-import { DATA_TYPES, FREE_TEXT_FIELDS, MAX_INDEXED_WORD_CHARS, type TextField } from './document.ts';
+import { DATA_TYPES, FREE_TEXT_FIELDS, isIndexable, type TextField } from './document.ts';
 import type { QueryNode, SearchField } from './parser.ts';
 import { matchesWildcard, stemWord } from './text.ts';
 
@@ -38,7 +38,7 @@ export function vocabularyPatterns(node: QueryNode): string[] {
 }
 
 /** Words longer than the index keeps can never match (and would overflow a PostgreSQL lexeme). */
-const indexable = (word: string) => word.length <= MAX_INDEXED_WORD_CHARS;
+const indexable = isIndexable;
 
 const fieldsOf = (field: SearchField | null): readonly TextField[] =>
   field === null ? FREE_TEXT_FIELDS : [field as TextField];

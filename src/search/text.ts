@@ -2,7 +2,22 @@
 // query word and a text word compare equal exactly when the search treats them as the same word.
 import { stemmer } from 'stemmer';
 
-const COMBINING_MARKS = /\p{M}/gu;
+/**
+ * Accents: the generic combining diacritical marks that NFKD splits off accented Latin, Greek and
+ * Cyrillic letters (U+0300-036F and its supplement and extended blocks, marks for symbols, half
+ * marks). Folding removes them, so `CAFE` finds `Café`. Marks of a script's own (Indic vowel signs
+ * and viramas, Thai, Arabic and Hebrew vowel marks, the kana voicing marks of NFKD `が`) are part
+ * of the word: `काम` ("work") is not `कम` ("less"). (Marks only: a code point of those blocks that
+ * is not yet assigned stays a separator, as before.)
+ */
+const ACCENTS = /(?=\p{M})[\u0300-\u036F\u1AB0-\u1AFF\u1DC0-\u1DFF\u20D0-\u20FF\uFE20-\uFE2F]/gu;
+/**
+ * Variation selectors choose a glyph (❤ or ❤️, an ideograph's variant, Mongolian's free variation
+ * selectors), never another word.
+ */
+const VARIATION_SELECTORS = /[\uFE00-\uFE0F\u180B-\u180D\u180F]|\uDB40[\uDD00-\uDDEF]/g;
+/** Greek final sigma: lower-casing gives `ς` or `σ` by context, so both fold to `σ`. */
+const FINAL_SIGMA = /ς/g;
 /** Characters outside ASCII that are not part of a word: symbols, punctuation, spaces. */
 const NON_ASCII_SEPARATOR = /[^\p{L}\p{N}\p{M}\0-\x7F]/gu;
 /**
@@ -13,8 +28,15 @@ const NON_ASCII_SEPARATOR = /[^\p{L}\p{N}\p{M}\0-\x7F]/gu;
 const separate = (c: string) => (c.normalize('NFKD') === c ? c : ' ');
 /** Unpaired UTF-16 surrogates (a valid pair is one astral code point, not `Cs`, under the `u` flag). */
 const LONE_SURROGATES = /\p{Cs}/gu;
-const NON_WORD = /[^\p{L}\p{N}]+/u;
-const NON_WORD_OR_STAR = /[^\p{L}\p{N}*]+/u;
+/**
+ * A word: a letter or digit, then letters, digits and marks (the marks folding keeps belong to the
+ * letter before them). A mark with no letter or digit before it (after a space or a symbol) is no
+ * word and separates.
+ */
+export const WORD_SOURCE = '[\\p{L}\\p{N}][\\p{L}\\p{N}\\p{M}]*';
+const WORD = new RegExp(WORD_SOURCE, 'gu');
+/** A word of a query where `*` is a wildcard: WORD, with `*` anywhere in it (marks after one too). */
+const PATTERN_WORD = /[\p{L}\p{N}*][\p{L}\p{N}\p{M}*]*/gu;
 const STAR_RUN = /\*{2,}/g;
 
 /**
@@ -39,8 +61,9 @@ const STROKED: Record<string, string> = {
 const STROKED_LETTERS = new RegExp(`[${Object.keys(STROKED).join('')}]`, 'g');
 
 /**
- * Case- and accent-insensitive form of `s`: NFKD, combining marks removed, lower case, letters
- * with strokes and ligatures as their base letters (STROKED).
+ * Case- and accent-insensitive form of `s`: NFKD, accents (ACCENTS) and variation selectors
+ * removed, lower case with final sigma as `σ`, letters with strokes and ligatures as their base
+ * letters (STROKED).
  */
 export function foldText(s: string): string {
   // Lower-casing after NFKD catches compatibility forms that decompose to capitals (ℌ -> H);
@@ -49,14 +72,18 @@ export function foldText(s: string): string {
   // words before: removing a mark between two of them would pair them into a character that NFKD
   // has not seen, and folding would no longer be idempotent. A symbol that decomposes to letters
   // becomes a space first, so `Windows™` folds to `windows` (not `windowstm`), as the excerpt,
-  // which splits before it folds, sees it too.
+  // which splits before it folds, sees it too. `ς` becomes `σ` after lower-casing, which chooses
+  // between them by the letters around a `Σ`: the text `ΝΟΜΟΣ:ΑΤΤΙΚΗ` lower-cases to `νομοσ`, the
+  // query word `ΝΟΜΟΣ` alone to `νομος`.
   return s
     .replace(LONE_SURROGATES, ' ')
     .replace(NON_ASCII_SEPARATOR, separate)
     .normalize('NFKD')
     .toLowerCase()
     .normalize('NFKD')
-    .replace(COMBINING_MARKS, '')
+    .replace(ACCENTS, '')
+    .replace(VARIATION_SELECTORS, '')
+    .replace(FINAL_SIGMA, 'σ')
     .replace(STROKED_LETTERS, (c) => STROKED[c]!);
 }
 
@@ -67,9 +94,9 @@ export function foldWord(raw: string): string[] {
   return ASCII_WORD.test(raw) ? [raw.toLowerCase()] : splitWords(foldText(raw));
 }
 
-/** Words of already folded text: runs of letters and digits; everything else separates. */
+/** Words of already folded text (WORD_SOURCE); everything else separates. */
 export function splitWords(folded: string): string[] {
-  return folded.split(NON_WORD).filter((w) => w !== '');
+  return folded.match(WORD) ?? [];
 }
 
 /**
@@ -78,7 +105,7 @@ export function splitWords(folded: string): string[] {
  */
 export function splitPatternWords(folded: string): string[] {
   const words: string[] = [];
-  for (const raw of folded.split(NON_WORD_OR_STAR)) {
+  for (const raw of folded.match(PATTERN_WORD) ?? []) {
     const w = raw.replace(STAR_RUN, '*');
     if (w !== '' && w !== '*') words.push(w);
   }

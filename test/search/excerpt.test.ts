@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { buildExcerpt, escapeHtml, MAX_SCAN_CHARS, stemNeedle } from '../../src/search/excerpt.ts';
+import {
+  buildExcerpt,
+  escapeHtml,
+  FETCH_CHARS,
+  leadingExcerpt,
+  MAX_SCAN_CHARS,
+  stemNeedle,
+} from '../../src/search/excerpt.ts';
 import { parseQuery, positiveTerms } from '../../src/search/parser.ts';
 import { stemWord } from '../../src/search/text.ts';
 
@@ -116,6 +123,28 @@ describe('highlighting', () => {
   });
 });
 
+describe('words and marks', () => {
+  test('a word starts with a letter or digit: a variation selector stays outside the <em>', () => {
+    assert.equal(
+      excerpt('Status ❤\uFE0Fbudget approved', 'budget'),
+      'Status ❤\uFE0F<em>budget</em> approved',
+    );
+    assert.equal(excerpt('a \u093Ebudget', 'budget'), 'a \u093E<em>budget</em>');
+  });
+
+  test('a script mark is part of its word; an accent folds away', () => {
+    assert.equal(excerpt('यह काम है, कम नहीं', 'काम'), 'यह <em>काम</em> है, कम नहीं');
+    assert.equal(excerpt('Αθήνα ΝΟΜΟΣ:ΑΤΤΙΚΗ', 'αθηνα νομος'), '<em>Αθήνα</em> <em>ΝΟΜΟΣ</em>:ΑΤΤΙΚΗ');
+  });
+
+  test('a word of up to 128 characters outside the BMP is highlighted, a longer one is not', () => {
+    assert.deepEqual(highlighted(excerpt(`a ${'𠀀'.repeat(128)} b`, '𠀀*')), [
+      `${'𠀀'.repeat(30)}…${'𠀀'.repeat(30)}`,
+    ]);
+    assert.equal(excerpt(`a ${'𠀀'.repeat(129)} b`, '𠀀*'), null);
+  });
+});
+
 describe('HTML safety', () => {
   test('escapeHtml escapes the five special characters', () => {
     assert.equal(
@@ -208,6 +237,26 @@ describe('large text', () => {
     const html = excerpt(`${filler.slice(0, at)} finance ${filler}`, 'finance')!;
     assert.deepEqual(highlighted(html), ['finance']);
     assert.ok(html.startsWith('…') && html.endsWith('…'));
+  });
+
+  // The databases return FETCH_CHARS characters of a longer content, one more than is scanned.
+  test('a window that ends at the scan limit ends with … when the content goes on', () => {
+    const content = `${'x '.repeat(99_990)}quokka ${'y '.repeat(50_000)}`;
+    const html = excerpt(content.slice(0, FETCH_CHARS), 'quokka')!;
+    assert.ok(html.includes('<em>quokka</em>') && html.endsWith('y y…'), html.slice(-40));
+    assert.ok(leadingExcerpt(`${'z'.repeat(MAX_SCAN_CHARS - 1)} y`.slice(0, FETCH_CHARS)).endsWith('…'));
+  });
+
+  test('a word the scan limit cuts is not shown as if whole, nor matched', () => {
+    // `quokkas` starts 4 characters before the limit: only `quok` is scanned.
+    const content = `${'x '.repeat((MAX_SCAN_CHARS - 10) / 2)}marks quokkas tail`;
+    assert.equal(excerpt(content, 'quok'), null);
+    const html = excerpt(content, 'marks')!;
+    assert.ok(html.endsWith('x <em>marks</em>…'), html.slice(-40));
+    assert.ok(!leadingExcerpt(content, { words: 200 }).includes('quok'));
+    // Ending at the limit, with a separator after it, a word is whole.
+    const whole = `${'x '.repeat((MAX_SCAN_CHARS - 6) / 2)}quokka tail`;
+    assert.ok(excerpt(whole, 'quokka')!.endsWith('<em>quokka</em>…'));
   });
 
   test('a match only beyond the scanned prefix gives null (the caller falls back)', () => {

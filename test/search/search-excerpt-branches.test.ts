@@ -59,3 +59,19 @@ describeEachDatabase('search excerpts: only the branches an object matched throu
     assert.match(plain[id.titleOnly] ?? '', /An <em>alpha<\/em> <em>particle<\/em>/);
   });
 });
+
+// docs/search.md "Excerpts": each matching word in <em>…</em>. A word starts with a letter or a
+// digit: a mark after a symbol (the variation selector of ❤️) is not part of the next word.
+describeEachDatabase('search excerpts: a word starts with a letter or digit', (h) => {
+  let acc: TestAccount;
+  before(async () => {
+    acc = await h.account('enterprise');
+    await createNotes(h, acc, { emoji: { title: 'Emoji', content: 'Status ❤\uFE0Fbudget approved' } });
+  });
+
+  it('keeps an emoji variation selector outside the <em>', async () => {
+    const res = await search(h, acc.adminKey, { q: 'budget' });
+    assert.equal(res.status, 200, res.raw);
+    assert.equal(res.body.data.results[0].excerpt, 'Status ❤\uFE0F<em>budget</em> approved');
+  });
+});

@@ -20,6 +20,19 @@ describeEachDatabase('GET /search: large objects', (h) => {
     id = res.body.data.id;
   });
 
+  it('an excerpt that reaches the end of the scanned part ends with … when the content goes on', async () => {
+    // The only `quokka` ends 7 characters before character 200,000 (the scanned part), which falls
+    // in a space; the content goes on for 100,000 characters.
+    const res = await h.request('POST', '/v1/data', {
+      key: acc.adminKey,
+      body: { title: 'Long', type: 'note', content: `${'x '.repeat(99_990)}quokka ${'y '.repeat(50_000)}` },
+    });
+    assert.equal(res.status, 201, res.raw.slice(0, 300));
+    const found = await search(h, acc.adminKey, { q: 'quokka' });
+    assert.equal(found.status, 200, found.raw.slice(0, 300));
+    assert.equal(found.body.data.results[0].excerpt, `…${'x '.repeat(22)}<em>quokka</em>${' y'.repeat(7)}…`);
+  });
+
   it('is indexed and found by its title and its first words, with a short excerpt', async () => {
     for (const q of ['enormous', 'opening', 'w0q', '"opening w0q"', 'w1*']) {
       const res = await search(h, acc.adminKey, { q });

@@ -118,3 +118,33 @@ describeEachDatabase('search: a word too long to index still separates its neigh
     });
   });
 });
+
+// docs/search.md counts characters as code points: "Words longer than 128 characters are not
+// indexed". A word of characters outside the BMP was measured in UTF-16 units, so one of 70
+// characters (140 units) was left out of the index, and not highlighted.
+describeEachDatabase('search: a word of up to 128 characters outside the BMP is indexed', (h) => {
+  let acc: TestAccount;
+  const id: Record<string, string> = {};
+  before(async () => {
+    acc = await h.account('enterprise');
+    Object.assign(
+      id,
+      await createNotes(h, acc, {
+        fits: { title: 'Astral word', content: `before ${'𠀀'.repeat(128)} after` },
+        over: { title: 'Too long', content: `before ${'𠀁'.repeat(129)} after` },
+      }),
+    );
+  });
+
+  const found = (q: string) => foundIds(h, acc.adminKey, q);
+
+  it('is found, whole or by prefix, and highlighted; one of 129 is not', async () => {
+    assert.deepEqual(await found('𠀀'.repeat(128)), [id.fits]);
+    assert.deepEqual(await found('𠀀*'), [id.fits]);
+    assert.deepEqual(await found(`"before ${'𠀀'.repeat(128)} after"`), [id.fits]);
+    assert.deepEqual(await found('𠀁*'), []);
+    assert.deepEqual(await found('"before after"'), [], 'the word of 129 still separates its neighbours');
+    const res = await search(h, acc.adminKey, { q: '𠀀*' });
+    assert.match(res.body.data.results[0].excerpt, /^before <em>𠀀+…𠀀+<\/em> after$/u);
+  });
+});

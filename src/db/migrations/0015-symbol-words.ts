@@ -4,6 +4,7 @@ import { CURRENT as CURRENT_LAYOUT, withIndexLayout } from '../../search/layout.
 import type { MigrationProgress } from '../database.ts';
 import { asBatch } from '../group-commit.ts';
 import type { DataObjectsTable, Db, Dialect } from '../types.ts';
+import { fitsBefore0026 } from './0026-word-folding.ts';
 
 /**
  * A symbol whose compatibility form holds letters (™ -> TM, ℃ -> °C, ㎒ -> MHz) no longer glues
@@ -111,9 +112,10 @@ export async function refold(
     name,
     sql.raw(wide),
     (row) => {
-      // Entries as releases before 0025 wrote them: overlong words joined their neighbours.
-      const old = buildIndexDocument(row, from, 'join');
-      const next = buildIndexDocument(row, to, 'join');
+      // Entries as releases before 0025 wrote them: overlong words joined their neighbours; and
+      // before 0026: words of up to 128 UTF-16 units.
+      const old = buildIndexDocument(row, from, 'join', fitsBefore0026);
+      const next = buildIndexDocument(row, to, 'join', fitsBefore0026);
       return JSON.stringify(old.fields) === JSON.stringify(next.fields) ? null : { old, next };
     },
     opts,

@@ -5,6 +5,7 @@ import type { Dialect } from '../types.ts';
 import { searchPageDefinition } from './0007-search-speed.ts';
 import { ORDER } from './0008-search-ties.ts';
 import { rewriteEntries } from './0015-symbol-words.ts';
+import { fitsBefore0026, foldBefore0026 } from './0026-word-folding.ts';
 
 /**
  * PostgreSQL only: phrases after a word's 256th occurrence. A `tsvector` keeps at most 256
@@ -28,8 +29,9 @@ export async function up(db: Kysely<unknown>, dialect: Dialect, progress?: Migra
     '0017-phrase-spill',
     CUT,
     (row) => {
-      // As releases before 0025 wrote entries (overlong words joined their neighbours).
-      const doc = buildIndexDocument(row, undefined, 'join');
+      // As releases before 0025 wrote entries (overlong words joined their neighbours), with the
+      // folding and word length of releases before 0026.
+      const doc = buildIndexDocument(row, foldBefore0026, 'join', fitsBefore0026);
       return { old: doc, next: doc };
     },
     { onBatch: progress },

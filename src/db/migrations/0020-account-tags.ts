@@ -4,6 +4,7 @@ import { buildIndexDocument } from '../../search/document.ts';
 import type { MigrationProgress } from '../database.ts';
 import type { DataObjectsTable, Dialect } from '../types.ts';
 import { ACCOUNT_TAGS, inTransaction, PROGRESS } from './0015-symbol-words.ts';
+import { fitsBefore0026, foldBefore0026 } from './0026-word-folding.ts';
 
 /**
  * SQLite only: every token of the search index starts with its account's tag (compile-sqlite.ts
@@ -48,7 +49,9 @@ export async function retag(
         CROSS JOIN data_objects d ON d.account_id = s.account_id AND d.id = s.id
         WHERE s.doc > ${after} ORDER BY s.doc LIMIT ${batch}`.execute(trx);
       for (const row of rows) {
-        const values = ftsRow(buildIndexDocument(row, undefined, 'join'), accountTag(seqOfDoc(row.doc)));
+        // As releases before 0025 (and 0026, which rewrites what this wrote) indexed.
+        const doc = buildIndexDocument(row, foldBefore0026, 'join', fitsBefore0026);
+        const values = ftsRow(doc, accountTag(seqOfDoc(row.doc)));
         await sql`INSERT INTO search_fts (rowid, ${columns}) VALUES (${row.doc}, ${sql.join(values)})`.execute(
           trx,
         );

@@ -4,6 +4,7 @@ import type { MigrationProgress } from '../database.ts';
 import { recordSchemaBreak } from '../database.ts';
 import type { Dialect } from '../types.ts';
 import { rewriteEntries } from './0015-symbol-words.ts';
+import { fitsBefore0026, foldBefore0026 } from './0026-word-folding.ts';
 
 /**
  * A word too long to index (over 128 characters: a hash, a base64 blob) now breaks the text where
@@ -40,8 +41,9 @@ export async function up(db: Kysely<unknown>, dialect: Dialect, progress?: Migra
     '0025-long-word-breaks',
     sql.raw(candidate),
     (row) => {
-      const old = buildIndexDocument(row, undefined, 'join');
-      const next = buildIndexDocument(row, undefined, 'break');
+      // With the folding and word length of releases before 0026, which rewrites what this wrote.
+      const old = buildIndexDocument(row, foldBefore0026, 'join', fitsBefore0026);
+      const next = buildIndexDocument(row, foldBefore0026, 'break', fitsBefore0026);
       return JSON.stringify(old.fields) === JSON.stringify(next.fields) ? null : { old, next };
     },
     { onBatch: progress },
