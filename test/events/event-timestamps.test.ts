@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
 import { describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
+import { liveInvitationToken } from '../helpers/invitations.ts';
 
 // docs/webhooks.md: no order of delivery is guaranteed, so a receiver uses `timestamp` to discard
 // stale events. That only works if one object's (or member's) events have strictly increasing
@@ -108,5 +109,26 @@ describeEachDatabase('event timestamps strictly increase per object and per memb
     const removed = await h.request('DELETE', `/v1/users/${member.id}`, { key: acc.adminKey });
     assert.equal(removed.status, 204);
     assertIncreasing(await eventsOf(member.id), ['user.updated', 'user.updated', 'user.deleted']);
+  });
+
+  it('an invited member promoted by a server whose clock is ahead, then accepting and changed on one with the true time', async () => {
+    h.clock.now = null;
+    const invited = await h.request('POST', '/v1/users', {
+      key: acc.adminKey,
+      body: { email: 'skew@example.com', role: 'member' },
+    });
+    assert.equal(invited.status, 201);
+    const id = invited.body.data.id as string;
+    const token = await liveInvitationToken(h.database.db, acc.id, id);
+    h.clock.now = Date.now() + 2000; // a server two seconds ahead
+    const up = await h.request('PATCH', `/v1/users/${id}`, { key: acc.adminKey, body: { role: 'admin' } });
+    assert.equal(up.status, 200);
+    h.clock.now = null; // the acceptance and what follows on a server with the true time
+    const accepted = await h.request('POST', '/v1/invitations/accept', { body: { token } });
+    assert.equal(accepted.status, 200);
+    const down = await h.request('PATCH', `/v1/users/${id}`, { key: acc.adminKey, body: { role: 'member' } });
+    assert.equal(down.status, 200);
+    assert.equal((await h.request('DELETE', `/v1/users/${id}`, { key: acc.adminKey })).status, 204);
+    assertIncreasing(await eventsOf(id), ['user.created', 'user.updated', 'user.updated', 'user.deleted']);
   });
 });

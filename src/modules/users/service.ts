@@ -219,9 +219,12 @@ export async function acceptInvitation(ctx: AppContext, token: string) {
     if (!inv) throw invalid();
     if (user?.status !== 'invited') throw invalid();
     // `created_at` is the invitation time while invited and the join time once active (spec, User).
+    // After the user's last change even when this server's clock is behind the one that made it,
+    // so the member's later events keep strictly increasing timestamps (docs/webhooks.md).
+    const joined = isoAfter(ctx.clock, user.updated_at);
     // Conditional, so of two tokens accepted at once (one issued just before a re-send voided it)
     // only one activates the user and gets a first key.
-    if (!(await activateInvitedUser(trx, user.account_id, user.id, now))) throw invalid();
+    if (!(await activateInvitedUser(trx, user.account_id, user.id, joined))) throw invalid();
     const key = await issueKey(
       ctx,
       user.account_id,
@@ -229,7 +232,7 @@ export async function acceptInvitation(ctx: AppContext, token: string) {
       { name: 'first key (invitation)', scopes: ROLE_SCOPES[user.role as Role] },
       trx,
     );
-    const active = { ...user, status: 'active', created_at: now, updated_at: now };
+    const active = { ...user, status: 'active', created_at: joined, updated_at: joined };
     return { user: toUser(active), api_key: { id: key.id, key: key.key, scopes: key.scopes } };
   });
 }
