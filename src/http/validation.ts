@@ -8,6 +8,7 @@ import type {
   FastifySchemaCompiler,
   HookHandlerDoneFunction,
 } from 'fastify';
+import { isEmail } from '../lib/email.ts';
 import { AppError, type ErrorDetail } from './errors.ts';
 
 function makeAjv(coerce: boolean) {
@@ -20,6 +21,8 @@ function makeAjv(coerce: boolean) {
     unicodeRegExp: true,
   });
   addFormats.default(ajv);
+  // RFC 5321's part limits too (src/lib/email.ts), which ajv-formats' pattern does not hold.
+  ajv.addFormat('email', isEmail);
   return ajv;
 }
 

@@ -99,7 +99,7 @@ describe('ads command line', () => {
   });
 
   it('refuses an admin address the API would refuse', () => {
-    for (const email of ['a,b@c', 'admin@localhost', `${'a'.repeat(250)}@b.co`]) {
+    for (const email of ['a,b@c', 'admin@localhost', `${'a'.repeat(250)}@b.co`, `${'a'.repeat(65)}@b.co`]) {
       const res = runAds(['accounts', 'create', '--name', 'Odd', '--admin-email', email], env);
       assert.equal(res.code, 2, `${email}: ${res.stderr}`);
       assert.match(res.stderr, /--admin-email must be an email address/);
