@@ -66,6 +66,32 @@ describeEachDatabase('members: a role change or removal racing the acceptance of
       assert.deepEqual(keys, []);
     }
   });
+
+  // PostgreSQL: a re-send locked the user's row, then wrote rows whose foreign key needs a share
+  // lock on the account's row, which a role change or removal held for update while it waited for
+  // the user's row: a deadlock, answered 500.
+  it('answers a role change or removal racing re-sends of the invitation without a 5xx', async () => {
+    for (let round = 0; round < 12; round++) {
+      const user = await invited(`race-resend-${round}@example.com`);
+      const change =
+        round % 2
+          ? () => h.request('DELETE', `/v1/users/${user.id}`, { key: acc.adminKey })
+          : () =>
+              h.request('PATCH', `/v1/users/${user.id}`, {
+                key: acc.adminKey,
+                body: { role: 'admin' },
+              });
+      const answers = await Promise.all([
+        change(),
+        h.request('POST', `/v1/users/${user.id}/invitation`, { key: acc.adminKey }),
+        h.request('POST', `/v1/users/${user.id}/invitation`, { key: acc.adminKey }),
+        change(),
+      ]);
+      for (const res of answers) {
+        assert.ok([200, 204, 404].includes(res.status), `round ${round}: ${res.status} ${res.raw}`);
+      }
+    }
+  });
 });
 
 /**

@@ -60,11 +60,15 @@ export async function listUsers(db: Db, accountId: string, page: { limit: number
 
 /**
  * Serialises changes to an account's admins: on PostgreSQL a row lock on the account, held to the
- * end of the transaction (SQLite already runs one writer at a time).
+ * end of the transaction (SQLite already runs one writer at a time). FOR NO KEY UPDATE, not FOR
+ * UPDATE: it excludes its own kind, but not the share lock an insert of a row referencing the
+ * account takes for its foreign key. A re-send or acceptance that holds the user's row and then
+ * writes invitation, mail or key rows would otherwise deadlock with a role change or removal that
+ * holds this lock and waits for that user's row.
  */
 export async function lockAccountAdmins(db: Db, accountId: string, dialect: string): Promise<void> {
   if (dialect !== 'postgres') return;
-  await db.selectFrom('accounts').select('id').where('id', '=', accountId).forUpdate().execute();
+  await db.selectFrom('accounts').select('id').where('id', '=', accountId).forNoKeyUpdate().execute();
 }
 
 /** Active admins of an account, excluding one user. */

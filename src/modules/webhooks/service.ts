@@ -108,8 +108,10 @@ export async function createWebhook(ctx: AppContext, accountId: string, input: C
   const { db, dialect } = ctx.database;
   await db.transaction().execute(async (trx) => {
     // Serialises concurrent creates of one account so the cap holds (SQLite serialises writers anyway).
+    // FOR NO KEY UPDATE: it does not hold up the account's other writes, whose foreign keys take a
+    // share lock on the account's row.
     if (dialect === 'postgres') {
-      await trx.selectFrom('accounts').select('id').where('id', '=', accountId).forUpdate().execute();
+      await trx.selectFrom('accounts').select('id').where('id', '=', accountId).forNoKeyUpdate().execute();
     }
     if ((await countWebhooks(trx, accountId)) >= MAX_WEBHOOKS_PER_ACCOUNT) {
       throw new AppError(
