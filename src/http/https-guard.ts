@@ -9,7 +9,8 @@ const OPEN_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
  */
 export function installHttpsGuard(app: FastifyInstance) {
   app.addHook('onRequest', async (request) => {
-    if (OPEN_PATHS.has(request.url.split('?')[0] ?? '')) return;
+    // The route matched, not the raw URL: `/health%7A` reaches the probe as well.
+    if (OPEN_PATHS.has(request.routeOptions.url ?? '')) return;
     // The nearest proxy's entry is the last one; earlier ones may come from the client.
     const header = request.headers['x-forwarded-proto'];
     const joined = Array.isArray(header) ? header.join(',') : (header ?? '');

@@ -116,8 +116,10 @@ function errorExample(code: ErrorCode, t: Traits) {
 
 /** The statuses every operation of a kind can answer, whatever its route schema lists. */
 function crossCutting(t: Traits, probe: boolean): number[] {
-  if (probe) return [500];
-  const statuses = [403, 500];
+  // 400 for every operation: an HTTP/1.1 request without a Host header, or headers over 16 KB.
+  // The health probes are open to plain HTTP behind a proxy, so they never answer 403.
+  if (probe) return [400, 500];
+  const statuses = [400, 403, 500];
   if (t.authenticated) statuses.push(401, 429);
   if (t.body !== null || t.readsBody) statuses.push(400, 413);
   // Under /v1 an unknown query parameter is a 400 whether or not the operation has any.

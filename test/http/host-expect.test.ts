@@ -40,6 +40,23 @@ describeEachDatabase('HTTP requests Node would answer itself', (h) => {
     assert.ok(res.headers.includes(`x-request-id: ${body.error.request_id.toLowerCase()}`), res.headers);
   });
 
+  it('every operation, the health probes included, lists that 400 in the OpenAPI document', async () => {
+    for (const path of ['/healthz', '/readyz', '/metrics']) {
+      const res = await raw(port, `GET ${path} HTTP/1.1`);
+      assert.equal(res.status, 400, `${path}: ${res.body}`);
+      assert.equal(JSON.parse(res.body).error.code, 'invalid_request');
+    }
+    const doc = (await h.request('GET', '/v1/openapi.json')).body;
+    const unlisted: string[] = [];
+    for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, unknown>>)) {
+      for (const [method, op] of Object.entries(item)) {
+        const responses = (op as { responses?: Record<string, unknown> }).responses;
+        if (responses && !responses['400']) unlisted.push(`${method.toUpperCase()} ${path}`);
+      }
+    }
+    assert.deepEqual(unlisted, []);
+  });
+
   it('HTTP/1.0 needs no Host, and a request with one is served', async () => {
     for (const head of [
       `GET /v1/data HTTP/1.0\r\nAuthorization: Bearer ${acc.adminKey}`,

@@ -109,15 +109,18 @@ describeEachDatabase(
     });
 
     it('leaves the health probes open for the load balancer', async () => {
-      for (const path of ['/healthz', '/readyz', '/healthz?probe=1']) {
+      // Also spelled with percent escapes, which the router decodes to the same route.
+      for (const path of ['/healthz', '/readyz', '/healthz?probe=1', '/health%7A', '/%72eadyz']) {
         const res = await h.request('GET', path);
         assert.equal(res.status, 200, path);
         assert.equal(res.body.status, 'ok');
       }
       // And the metrics, for a scraper inside the network.
-      const metrics = await h.request('GET', '/metrics');
-      assert.equal(metrics.status, 200);
-      assert.match(metrics.raw, /^# TYPE ads_http_requests_total counter$/m);
+      for (const path of ['/metrics', '/metric%73']) {
+        const metrics = await h.request('GET', path);
+        assert.equal(metrics.status, 200, path);
+        assert.match(metrics.raw, /^# TYPE ads_http_requests_total counter$/m);
+      }
     });
   },
   { env: { ADS_TRUST_PROXY: 'true' } },

@@ -780,6 +780,16 @@ export interface operations {
           };
         };
       };
+      /** @description Bad Request: `invalid_request`. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
       /** @description Internal Server Error: `internal_error`. */
       500: {
         headers: {
@@ -836,6 +846,16 @@ export interface operations {
               };
             };
           };
+        };
+      };
+      /** @description Bad Request: `invalid_request`. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
         };
       };
       /** @description Internal Server Error: `internal_error`. */
@@ -904,6 +924,16 @@ export interface operations {
         };
         content: {
           'text/plain': string;
+        };
+      };
+      /** @description Bad Request: `invalid_request`. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['X-Request-Id'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
         };
       };
       /** @description Internal Server Error: `internal_error`. */
