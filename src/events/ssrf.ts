@@ -98,6 +98,8 @@ export function validateWebhookUrl(raw: string, opts: { allowPrivate: boolean })
   }
   if (url.protocol !== 'https:') return fail('url must use https');
   if (url.username !== '' || url.password !== '') return fail('url must not contain user info');
+  // Port 0 is no destination: a connection to it fails, or a client sends it to 443 instead.
+  if (url.port === '0') return fail('url must not use port 0');
   if (opts.allowPrivate) return { ok: true, url };
 
   // WHATWG URL has already lowercased the host, applied IDNA mapping and turned decimal, octal,

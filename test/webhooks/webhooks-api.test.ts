@@ -237,6 +237,7 @@ describeEachDatabase('webhooks API: SSRF refusal at registration', (h) => {
       'http://hooks.example.com/',
       'ftp://hooks.example.com/',
       'https://user:pass@hooks.example.com/',
+      'https://hooks.example.com:0/hook',
       'https://localhost/hook',
       'https://api.localhost/hook',
       'https://127.0.0.1/hook',
