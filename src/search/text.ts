@@ -5,12 +5,15 @@ import { stemmer } from 'stemmer';
 /**
  * Accents: the generic combining diacritical marks that NFKD splits off accented Latin, Greek and
  * Cyrillic letters (U+0300-036F and its supplement and extended blocks, marks for symbols, half
- * marks). Folding removes them, so `CAFE` finds `Café`. Marks of a script's own (Indic vowel signs
- * and viramas, Thai, Arabic and Hebrew vowel marks, the kana voicing marks of NFKD `が`) are part
- * of the word: `काम` ("work") is not `कम` ("less"). (Marks only: a code point of those blocks that
- * is not yet assigned stays a separator, as before.)
+ * marks), and the optional vowel and cantillation points of Hebrew (U+0591-05C7) and Arabic
+ * (harakat U+064B-065F, U+0670, Quranic signs U+0610-061A and U+06D6-06ED), which most text leaves
+ * out. Folding removes them, so `CAFE` finds `Café` and `كتب` finds `كَتَبَ`. The other marks of a
+ * script's own spelling (Indic vowel signs and viramas, Thai, the kana voicing marks of NFKD `が`)
+ * are part of the word: `काम` ("work") is not `कम` ("less"). (Marks only: a code point of those
+ * ranges that is not a mark stays what it was.)
  */
-const ACCENTS = /(?=\p{M})[\u0300-\u036F\u1AB0-\u1AFF\u1DC0-\u1DFF\u20D0-\u20FF\uFE20-\uFE2F]/gu;
+const ACCENTS =
+  /(?=\p{M})[\u0300-\u036F\u1AB0-\u1AFF\u1DC0-\u1DFF\u20D0-\u20FF\uFE20-\uFE2F\u0591-\u05C7\u0610-\u061A\u064B-\u065F\u0670\u06D6-\u06ED]/gu;
 /**
  * Variation selectors choose a glyph (❤ or ❤️, an ideograph's variant, Mongolian's free variation
  * selectors), never another word.

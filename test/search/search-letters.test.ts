@@ -139,6 +139,9 @@ describeEachDatabase('search: accents fold, script marks do not; Greek sigma', (
       // 70 characters outside the BMP: one word of 140 UTF-16 units (docs: 128 characters).
       astral: { title: 'Astral word', content: `before ${ASTRAL} after` },
       deleted: { title: 'Thai', content: 'ไม้ ไม' },
+      // Pointed Arabic and Hebrew: their vowel points are optional, and most text leaves them out.
+      arabic: { title: 'Arabic', content: 'كَتَبَ الوَلَدُ' },
+      hebrew: { title: 'Hebrew', content: 'שָׁלוֹם עוֹלָם' },
     };
     Object.assign(id, await createNotes(h, acc, bodies));
   });
@@ -167,6 +170,14 @@ describeEachDatabase('search: accents fold, script marks do not; Greek sigma', (
     assert.deepEqual(await found('ΑΘΗΝΑ'), [id.greekSpace]);
     assert.deepEqual(await found('αθηνα'), [id.greekSpace]);
     assert.deepEqual(await found('Αθήνα'), [id.greekSpace]);
+    // Hebrew and Arabic vowel points are accents too: found without them, and with them.
+    assert.deepEqual(await found('كتب'), [id.arabic]);
+    assert.deepEqual(await found('"كتب الولد"'), [id.arabic]);
+    assert.deepEqual(await found('كَتَبَ'), [id.arabic]);
+    assert.deepEqual(await found('שלום'), [id.hebrew]);
+    assert.deepEqual(await found('שָׁלוֹם'), [id.hebrew]);
+    const pointed = await search(h, acc.adminKey, { q: 'שלום' });
+    assert.equal(pointed.body.data.results[0].excerpt, '<em>שָׁלוֹם</em> עוֹלָם');
   });
 
   it('highlights the whole word, marks included, and a Σ written either way', async () => {
