@@ -276,6 +276,31 @@ export async function claimWithTargets(
   });
 }
 
+/**
+ * Gives back deliveries this worker claimed but will not attempt (it is stopping): due again at
+ * `now`, for another worker, instead of after their lease. A delivery that changed hands meanwhile
+ * (its claim token differs) is left alone.
+ */
+export async function releaseClaims(
+  db: Kysely<DB>,
+  claimed: readonly ClaimedDelivery[],
+  now: string,
+): Promise<void> {
+  if (claimed.length === 0) return;
+  await db.transaction().execute(async (trx) => {
+    for (const c of claimed) {
+      await trx
+        .updateTable('webhook_deliveries')
+        .set({ next_attempt_at: now, locked_until: null, claim_token: null })
+        .where('account_id', '=', c.account_id)
+        .where('id', '=', c.id)
+        .where('status', '=', 'pending')
+        .where('claim_token', '=', c.claim_token)
+        .execute();
+    }
+  });
+}
+
 /** The earliest time any pending delivery falls due (a lease end counts), or null when none waits. */
 export async function nextDueAt(db: Kysely<DB>): Promise<string | null> {
   const { rows } = await sql<{

@@ -13,6 +13,7 @@ import {
   dropOrphan,
   type loadTargets,
   nextDueAt,
+  releaseClaims,
 } from './delivery-queue.ts';
 import { createDeliveryDispatcher } from './dispatcher.ts';
 import { type DeliveryListener, listenForDeliveries, onDeliveriesDue } from './notify.ts';
@@ -293,6 +294,8 @@ export function createDeliveryWorker(ctx: AppContext, opts: DeliveryWorkerOption
     while (!stopping) {
       try {
         if (backlog) await slotsFree(Math.ceil(concurrency / 2), COALESCE_MS);
+        // slotsFree returns at once on stop(): take no new work from the signal on.
+        if (stopping) break;
         const free = concurrency - inFlight.size;
         if (free <= 0) {
           await Promise.race(inFlight); // attempts never reject (see start)
@@ -328,6 +331,12 @@ export function createDeliveryWorker(ctx: AppContext, opts: DeliveryWorkerOption
         }
         const { claimed, targets, written } = round;
         for (const [i, item] of riding.entries()) item.done(written[i] ?? false);
+        if (stopping) {
+          // The signal came during the claim: give the claimed deliveries back, unattempted, so
+          // they fall due now for another worker, not once their leases run out.
+          await releaseClaims(database.db, claimed, iso(clock()));
+          break;
+        }
         for (const c of claimed) start(c, targets);
         backlog = claimed.length === limit;
         if (backlog) continue; // more may be due: claim again as slots free up

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { Webhook } from 'standardwebhooks';
 import { createDeliveryWorker, type DeliveryWorker } from '../../src/events/delivery-worker.ts';
+import { createDeliveryDispatcher } from '../../src/events/dispatcher.ts';
 import { verifyServiceSignature } from '../../src/events/signing.ts';
 import { createSecretBox } from '../../src/lib/secret-box.ts';
 import { describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
@@ -161,6 +162,62 @@ describeEachDatabase(
       const [d] = await deliveriesOf(h, acc.adminKey, id);
       assert.equal(d.status, 'succeeded', 'the answer arrived before stop() resolved');
       assert.equal(d.attempts.length, 1);
+    });
+
+    // docs/webhooks.md: SIGTERM "lets attempts under way finish before the process exits, and starts
+    // no new one". With a backlog the loop waits for slots to free; stop() ended that wait, and the
+    // loop then claimed and started more.
+    it('stop() during a backlog starts no new attempt, and gives back what it had claimed', async () => {
+      const p = uniquePath('backlog-stop');
+      const id = await registerWebhook(h, acc, { url: rx.url + p, events: ['data.created'] });
+      for (let i = 0; i < 20; i++) await createData(`backlog ${i}`);
+      const dispatcher = createDeliveryDispatcher(h.ctx.config);
+      let signalled = false;
+      let startedAfter = 0;
+      const dispatch = dispatcher.dispatch.bind(dispatcher);
+      dispatcher.dispatch = (opts, handler) => {
+        if (signalled) startedAfter++;
+        return dispatch(opts, handler);
+      };
+      const worker = createDeliveryWorker(h.ctx, {
+        concurrency: 4,
+        perWebhook: 4,
+        perAccount: 4,
+        dispatcher,
+      });
+      // Three slow answers hold three slots; the fourth slot turns over fast, so the loop keeps
+      // waiting (up to 50 ms) for a second slot to free before each claim. The signal comes 20 ms
+      // after the sixth request, when one slot is free and the loop is in that wait.
+      let stopped: Promise<void> | undefined;
+      answer(p, (n) => {
+        if (n === 6) {
+          setTimeout(() => {
+            signalled = true;
+            stopped = worker.stop();
+          }, 20);
+        }
+        return { status: 200, delayMs: n <= 3 ? 1500 : 0 };
+      });
+      try {
+        await worker.ready;
+        await waitUntil('the signal', () => stopped !== undefined);
+        await stopped;
+      } finally {
+        await worker.stop();
+        await dispatcher.close();
+      }
+      assert.equal(startedAfter, 0, 'attempts begun after stop()');
+      const waiting = await h.database.db
+        .selectFrom('webhook_deliveries')
+        .select(['claim_token', 'next_attempt_at'])
+        .where('webhook_id', '=', id)
+        .where('status', '=', 'pending')
+        .execute();
+      assert.ok(waiting.length > 0, 'some of the backlog is still waiting');
+      for (const d of waiting) {
+        assert.equal(d.claim_token, null, 'not held by the stopped worker');
+        assert.ok(Date.parse(String(d.next_attempt_at)) <= Date.now(), 'due now, not when a lease ends');
+      }
     });
 
     it('test ping: sends a signed webhook.test now and reports status code and latency', async () => {
