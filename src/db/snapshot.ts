@@ -11,5 +11,6 @@ export function readSnapshot<T>(db: Kysely<DB>, dialect: Dialect, run: (db: Db) 
   if (dialect === 'postgres') {
     return db.transaction().setIsolationLevel('repeatable read').setAccessMode('read only').execute(run);
   }
-  return db.transaction().execute(run);
+  // Read only: begun deferred (src/db/sqlite.ts), so it never waits for another process's write.
+  return db.transaction().setAccessMode('read only').execute(run);
 }

@@ -1,7 +1,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { SqliteDialect } from 'kysely';
+import {
+  CompiledQuery,
+  type DatabaseConnection,
+  type Driver,
+  SqliteDialect,
+  SqliteDriver,
+  type TransactionSettings,
+} from 'kysely';
 import { SQLITE_CACHE_MB } from '../config.ts';
 
 const STATEMENT_CACHE_SIZE = 256;
@@ -159,7 +166,7 @@ export function openSqlite(
     },
   };
   return {
-    dialect: new SqliteDialect({ database }),
+    dialect: new ImmediateSqliteDialect({ database }),
     raw,
     prepare: database.prepare,
     // Before a hot read (an autocommit statement): the holder's read lock in place for it.
@@ -169,6 +176,35 @@ export function openSqlite(
     trimWal,
     close: database.close,
   };
+}
+
+/**
+ * Kysely's SQLite driver starts every transaction with a plain (deferred) BEGIN. A transaction that
+ * reads before it writes then fails at once with SQLITE_BUSY when another process (a separate
+ * `ads worker`, a second `ads serve`) has written since its read: SQLite cannot wait for a lock on
+ * behalf of a transaction whose snapshot is already out of date, so busy_timeout does not help.
+ * Here a transaction takes the write lock as it begins (BEGIN IMMEDIATE), waiting up to
+ * busy_timeout for another process's write to finish, and reads what that write left. Within one
+ * process this changes nothing: its transactions already run one at a time on one connection.
+ * A transaction marked read only (setAccessMode, as the snapshot reads are) still begins deferred,
+ * so reads never wait for another process's writes.
+ */
+class ImmediateSqliteDriver extends SqliteDriver {
+  override async beginTransaction(connection: DatabaseConnection, settings?: TransactionSettings) {
+    const readOnly = settings?.accessMode === 'read only';
+    await connection.executeQuery(CompiledQuery.raw(readOnly ? 'begin' : 'begin immediate'));
+  }
+}
+
+class ImmediateSqliteDialect extends SqliteDialect {
+  readonly #config: ConstructorParameters<typeof SqliteDialect>[0];
+  constructor(config: ConstructorParameters<typeof SqliteDialect>[0]) {
+    super(config);
+    this.#config = config;
+  }
+  override createDriver(): Driver {
+    return new ImmediateSqliteDriver(this.#config);
+  }
 }
 
 /**

@@ -205,5 +205,6 @@ export function searchIndex(db: Db, dialect: Dialect, q: SearchQuery): Promise<S
  */
 export function searchSnapshot<T>(db: Db, dialect: Dialect, run: (db: Db) => Promise<T>): Promise<T> {
   if (dialect === 'postgres') return run(db);
-  return db.transaction().execute(run);
+  // Read only: begun deferred (src/db/sqlite.ts), so it never waits for another process's write.
+  return db.transaction().setAccessMode('read only').execute(run);
 }
