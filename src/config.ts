@@ -7,35 +7,54 @@ import { KEY_FORMAT, parseKey } from './lib/secret-box.ts';
 import { parseSmtpUrl } from './mail/mailer.ts';
 
 const Bool = Type.Enum(['true', 'false', '1', '0']);
-const Port = Type.String({ pattern: '^[0-9]{1,5}$' });
-const Positive = Type.String({ pattern: '^[1-9][0-9]{0,9}$' });
+const Port = Type.String({ pattern: '^[0-9]{1,5}$', why: 'must be a port number, 0 to 65535' });
+const Positive = Type.String({ pattern: '^[1-9][0-9]{0,9}$', why: 'must be a whole number above 0' });
 
 /** Every setting the service reads, as environment variables (decisions §9). */
 export const EnvSchema = Type.Object({
   ADS_DATA_DIR: Type.Optional(Type.String({ minLength: 1 })),
   // postgres:// selects PostgreSQL; sqlite:, file: or a plain path (no URL scheme) selects SQLite.
   ADS_DATABASE_URL: Type.Optional(
-    Type.String({ pattern: '^(postgres(ql)?://|sqlite:|file:|(?![A-Za-z][A-Za-z0-9+.-]*:))' }),
+    Type.String({
+      pattern: '^(postgres(ql)?://|sqlite:|file:|(?![A-Za-z][A-Za-z0-9+.-]*:))',
+      why: 'must be a postgres:// URL, or a SQLite file as sqlite:, file: or a plain path',
+    }),
   ),
-  ADS_REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
+  ADS_REDIS_URL: Type.Optional(
+    Type.String({ pattern: '^rediss?://', why: 'must be a redis:// or rediss:// URL' }),
+  ),
   ADS_HOST: Type.Optional(Type.String({ minLength: 1 })),
   ADS_PORT: Type.Optional(Port),
   ADS_TLS_CERT: Type.Optional(Type.String({ minLength: 1 })),
   ADS_TLS_KEY: Type.Optional(Type.String({ minLength: 1 })),
   ADS_TRUST_PROXY: Type.Optional(Bool),
-  ADS_PUBLIC_URL: Type.Optional(Type.String({ pattern: '^https?://' })),
-  ADS_SMTP_URL: Type.Optional(Type.String({ pattern: '^smtps?://' })),
+  ADS_PUBLIC_URL: Type.Optional(
+    Type.String({ pattern: '^https?://', why: 'must be an https:// or http:// URL' }),
+  ),
+  ADS_SMTP_URL: Type.Optional(
+    Type.String({ pattern: '^smtps?://', why: 'must be an smtp:// or smtps:// URL' }),
+  ),
   ADS_MAIL_FROM: Type.Optional(Type.String({ minLength: 3 })),
-  ADS_SECRET_KEY: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9+/=_-]{40,}$' })),
+  ADS_SECRET_KEY: Type.Optional(
+    Type.String({
+      pattern: '^[A-Za-z0-9+/=_-]{40,}$',
+      why: `must be ${KEY_FORMAT} (openssl rand -base64 32)`,
+    }),
+  ),
   ADS_WEBHOOK_ALLOW_PRIVATE: Type.Optional(Bool),
   ADS_WEBHOOK_CA_FILE: Type.Optional(Type.String({ minLength: 1 })),
   ADS_WEBHOOK_TIMEOUT_MS: Type.Optional(Positive),
   ADS_WEBHOOK_RETRY_SCHEDULE: Type.Optional(
-    Type.String({ pattern: '^[0-9]+(\\.[0-9]+)?(,[0-9]+(\\.[0-9]+)?)*$' }),
+    Type.String({
+      pattern: '^[0-9]+(\\.[0-9]+)?(,[0-9]+(\\.[0-9]+)?)*$',
+      why: 'must be seconds separated by commas, such as 60,300,1800',
+    }),
   ),
   ADS_BODY_LIMIT: Type.Optional(Positive),
   ADS_SQLITE_CACHE_MB: Type.Optional(Positive),
-  ADS_HEAP_GROWTH_PERCENT: Type.Optional(Type.String({ pattern: '^[0-9]{1,4}$' })),
+  ADS_HEAP_GROWTH_PERCENT: Type.Optional(
+    Type.String({ pattern: '^[0-9]{1,4}$', why: 'must be a whole number, 0 to 9999' }),
+  ),
   ADS_LOG_LEVEL: Type.Optional(Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])),
   ADS_AUTH_FAILURES_PER_MINUTE: Type.Optional(Positive),
 });
@@ -150,7 +169,9 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
   if (first) {
     const name = first.instancePath.replace(/^\//, '') || 'ADS_*';
     const allowed = (first.params as { allowedValues?: unknown[] }).allowedValues;
-    const why = allowed ? `must be one of ${allowed.join(', ')}` : first.message;
+    // What the setting must be, in words (`why` beside each pattern), not the pattern itself.
+    const said = (EnvSchema.properties as Record<string, { why?: string }>)[name]?.why;
+    const why = allowed ? `must be one of ${allowed.join(', ')}` : (said ?? first.message);
     throw invalidSetting(name, raw[name] ?? '', why);
   }
   const e = raw as Env;

@@ -63,6 +63,31 @@ describe('bad settings', () => {
       assert.equal(loadConfig({ ADS_DATABASE_URL: url }).database.dialect, 'postgres', url);
   });
 
+  it('say in words what a setting of the wrong form must be, never the pattern that checks it', () => {
+    const cases: [Record<string, string>, RegExp][] = [
+      [{ ADS_PORT: 'abc' }, /^Invalid setting ADS_PORT="abc": must be a port number, 0 to 65535\.$/],
+      [{ ADS_REDIS_URL: 'http://x' }, /: must be a redis:\/\/ or rediss:\/\/ URL\.$/],
+      [{ ADS_DATABASE_URL: 'mysql://x' }, /: must be a postgres:\/\/ URL, or a SQLite file as sqlite:/],
+      [{ ADS_PUBLIC_URL: 'ftp://x' }, /: must be an https:\/\/ or http:\/\/ URL\.$/],
+      [{ ADS_SMTP_URL: 'mail.example.com' }, /: must be an smtp:\/\/ or smtps:\/\/ URL\.$/],
+      [
+        { ADS_SECRET_KEY: 'short' },
+        /^Invalid setting ADS_SECRET_KEY="\(hidden\)": must be base64 of exactly 32 bytes/,
+      ],
+      [
+        { ADS_WEBHOOK_RETRY_SCHEDULE: '1;2' },
+        /: must be seconds separated by commas, such as 60,300,1800\.$/,
+      ],
+      [{ ADS_BODY_LIMIT: '0' }, /: must be a whole number above 0\.$/],
+      [{ ADS_HEAP_GROWTH_PERCENT: '-1' }, /: must be a whole number, 0 to 9999\.$/],
+    ];
+    for (const [env, expected] of cases) {
+      const said = refusal(env);
+      assert.match(said, expected, said);
+      assert.doesNotMatch(said, /pattern|\^|\$"/, said);
+    }
+  });
+
   it('refuse a retry step no date holds, a page cache SQLite cannot take, and a sender with no address', () => {
     assert.match(
       refusal({ ADS_WEBHOOK_RETRY_SCHEDULE: '60,99999999999999' }),
