@@ -174,13 +174,23 @@ function clip(s: string, max: number): string {
   return `${cps.slice(0, half).join('')}…${cps.slice(cps.length - half).join('')}`;
 }
 
+const HIGH_SURROGATE = /[\uD800-\uDBFF]/;
+
 /**
- * The end of the part of `text` that is scanned: MAX_SCAN_CHARS UTF-16 units, less one rather than
- * cut a surrogate pair in half.
+ * The end (a UTF-16 index) of the part of `text` that is scanned: MAX_SCAN_CHARS characters counted
+ * as code points, as the databases count the FETCH_CHARS they return (a character outside the BMP
+ * is one, though two UTF-16 units).
  */
-function scanLimit(text: string): number {
-  const end = Math.min(text.length, MAX_SCAN_CHARS);
-  return end < text.length && /[\uD800-\uDBFF]/.test(text[end - 1] ?? '') ? end - 1 : end;
+export function scanLimit(text: string): number {
+  if (text.length <= MAX_SCAN_CHARS) return text.length;
+  // Most text has no character outside the BMP in its scanned part: one unit each.
+  if (!HIGH_SURROGATE.test(text.slice(0, MAX_SCAN_CHARS))) return MAX_SCAN_CHARS;
+  let at = 0;
+  for (let n = 0; n < MAX_SCAN_CHARS && at < text.length; n++) {
+    const unit = text.charCodeAt(at);
+    at += unit >= 0xd800 && unit <= 0xdbff && at + 1 < text.length ? 2 : 1;
+  }
+  return at;
 }
 
 /**

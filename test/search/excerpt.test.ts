@@ -180,6 +180,14 @@ describe('window and cuts', () => {
     assert.equal(visibleWords(last).length, 30);
   });
 
+  test('the scan limit counts characters as the databases do: one outside the BMP is one', () => {
+    // 140,000 characters (210,000 UTF-16 units) before the word: within the 200,000 scanned.
+    const html = excerpt(`${'𠀀 '.repeat(70_000)}target`, 'target');
+    assert.ok(html?.endsWith('<em>target</em>'), String(html?.slice(-40)));
+    // Past 200,000 characters the word is not reached.
+    assert.equal(excerpt(`${'𠀀 '.repeat(100_000)}target`, 'target'), null);
+  });
+
   test('a short text is not cut', () => {
     assert.equal(excerpt(numbered(10), 'w5'), numbered(10).replace('w5', '<em>w5</em>'));
   });

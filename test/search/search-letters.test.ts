@@ -231,6 +231,30 @@ describeEachDatabase('search: accents fold, script marks do not; Greek sigma', (
       assert.deepEqual(await vocabulary('कि'), []);
     });
 
+    // docs/deployment.md: a migration that rewrites entries reports progress every 5 seconds. 0026
+    // selects by a character test that reads every row and matches few: without a window, its
+    // first batch scanned the whole table (minutes at 1M objects) before it reported anything.
+    it('reads the table in windows, reporting each, and still finds every selected object', async () => {
+      const { rows } = await sql<{ n: number }>`SELECT count(*) AS n FROM data_objects`.execute(db());
+      const objects = Number(rows[0]?.n);
+      assert.ok(objects >= 8, `${objects} objects`);
+      const seen: string[] = [];
+      let reports = 0;
+      await rewriteEntries(
+        db(),
+        h.dialect,
+        'test: windows',
+        sql`title IN ('Hindi work', 'Greek form', 'Astral word')`,
+        (row) => {
+          seen.push(row.title);
+          return null;
+        },
+        { batch: 2, scanRows: 3, onBatch: () => reports++ },
+      );
+      assert.deepEqual(seen.sort(), ['Astral word', 'Greek form', 'Hindi work']);
+      assert.equal(reports, Math.floor(objects / 3) + 1, 'one report per window of 3 objects');
+    });
+
     it('records a schema break before its first batch', () => {
       assert.ok(breaksAfterOneBatch.includes('0026-word-folding'), String(breaksAfterOneBatch));
     });

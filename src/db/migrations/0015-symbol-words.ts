@@ -125,6 +125,12 @@ export async function refold(
 export interface RewriteOptions {
   batch?: number;
   batches?: number;
+  /**
+   * Look at most this many objects (in key order) per batch, whether or not `where` selects them:
+   * a `where` that needs a full read of each row (a character test) and selects few then costs a
+   * bounded time per batch, so progress is reported as the scan goes rather than once at its end.
+   */
+  scanRows?: number;
   /** Called after each batch commits, with the number of entries rewritten so far. */
   onBatch?: (rewritten: number) => void;
 }
@@ -180,11 +186,20 @@ export async function rewriteEntries(
       if (!at || Number(at.done) === 1) return true;
       const after =
         at.last_account === null ? sql`` : sql`AND (account_id, id) > (${at.last_account}, ${at.last_id})`;
+      // The last object of this batch's window (scanRows), or none: the window reaches the end.
+      const edge = opts.scanRows
+        ? (
+            await sql<{ account_id: string; id: string }>`
+              SELECT account_id, id FROM data_objects WHERE 1 = 1 ${after}
+              ORDER BY account_id, id LIMIT 1 OFFSET ${opts.scanRows - 1}`.execute(trx)
+          ).rows[0]
+        : undefined;
+      const upTo = edge ? sql`AND (account_id, id) <= (${edge.account_id}, ${edge.id})` : sql``;
       // Locked on PostgreSQL: a PATCH or DELETE of an object in the batch waits for it, so no
       // entry is rewritten from a row that changed meanwhile (`ads reindex` runs beside the server).
       const { rows } = await sql<Row>`
         SELECT account_id, id, title, title_sort, type, content, tags, metadata, created_at
-        FROM data_objects WHERE (${where}) ${after}
+        FROM data_objects WHERE (${where}) ${after} ${upTo}
         ORDER BY account_id, id LIMIT ${batch}${dialect === 'postgres' ? sql` FOR UPDATE` : sql``}`.execute(
         trx,
       );
@@ -201,8 +216,10 @@ export async function rewriteEntries(
       // As migrations, 0015-0017 run before 0018 and 0019 have changed PostgreSQL's index tables,
       // and before 0020 has tagged SQLite's tokens.
       await withIndexLayout(trx, layout, run);
-      const last = rows.at(-1);
-      const done = rows.length < batch;
+      // A full batch may leave selected rows in the window: the next one starts after its last row.
+      const full = rows.length === batch;
+      const last = full ? rows.at(-1) : (edge ?? rows.at(-1));
+      const done = !full && edge === undefined;
       await sql`UPDATE ${sql.table(PROGRESS)}
         SET last_account = ${last?.account_id ?? at.last_account}, last_id = ${last?.id ?? at.last_id},
           done = ${done ? 1 : 0}
