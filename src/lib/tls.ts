@@ -1,3 +1,4 @@
+import { createPrivateKey, X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config.ts';
@@ -17,9 +18,7 @@ export async function loadTls(
   const certFile = path.join(dir, 'cert.pem');
   const keyFile = path.join(dir, 'key.pem');
   removeStaleTemporaries(config.dataDir);
-  if (fs.existsSync(certFile) && fs.existsSync(keyFile)) {
-    return { key: fs.readFileSync(keyFile), cert: fs.readFileSync(certFile), generated: null };
-  }
+  if (fs.existsSync(certFile) && fs.existsSync(keyFile)) return readGeneratedPair(dir, certFile, keyFile);
   const notAfterDate = new Date(Date.now() + 825 * 24 * 3600 * 1000);
   // Loaded only here: with a certificate on disk, start-up skips the package (~60 ms).
   const { default: selfsigned } = await import('selfsigned');
@@ -58,13 +57,36 @@ export async function loadTls(
     const code = (err as NodeJS.ErrnoException).code;
     if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw err;
   }
-  if (fs.existsSync(certFile) && fs.existsSync(keyFile)) {
-    return { key: fs.readFileSync(keyFile), cert: fs.readFileSync(certFile), generated: null };
-  }
+  if (fs.existsSync(certFile) && fs.existsSync(keyFile)) return readGeneratedPair(dir, certFile, keyFile);
   // `tls/` holds something else (half a pair from an older release): write the pair into it.
   writeAtomic(keyFile, pems.private, 0o600);
   writeAtomic(certFile, pems.cert, 0o644);
   return { key: Buffer.from(pems.private), cert: Buffer.from(pems.cert), generated: certFile };
+}
+
+/**
+ * The pair an earlier start generated in `dir`, checked: one damaged on disk (emptied, truncated,
+ * edited, a key beside another pair's certificate) stops start-up with what to do, not with
+ * OpenSSL's own line (`error:0480006C:PEM routines::no start line`).
+ */
+function readGeneratedPair(dir: string, certFile: string, keyFile: string) {
+  const key = fs.readFileSync(keyFile);
+  const cert = fs.readFileSync(certFile);
+  let why: string | null = null;
+  try {
+    if (!new X509Certificate(cert).checkPrivateKey(createPrivateKey(key))) {
+      why = 'the key is not the certificate’s';
+    }
+  } catch (err) {
+    why = (err as Error).message;
+  }
+  if (why) {
+    throw new Error(
+      `The TLS pair generated in ${dir} cannot be used (${why}): remove that directory to have a ` +
+        'new pair generated at the next start, or set ADS_TLS_CERT and ADS_TLS_KEY.',
+    );
+  }
+  return { key, cert, generated: null };
 }
 
 /** A pair is written in well under a second; a `.tls-*` directory this old was left by a crash. */

@@ -55,6 +55,29 @@ describe('generated TLS pair in the data directory', () => {
     assert.ok(pair.key.equals(fs.readFileSync(path.join(c.dataDir, 'tls', 'key.pem'))));
   });
 
+  it('refuses a damaged pair on disk with what to do, not an OpenSSL line', async () => {
+    const other = await loadTls(config());
+    for (const [what, cert, key] of [
+      ['empty', '', ''],
+      ['truncated certificate', other.cert.subarray(0, 60), other.key],
+      ['another pair’s key', null, other.key],
+    ] as const) {
+      const c = config();
+      await loadTls(c);
+      const dir = path.join(c.dataDir, 'tls');
+      if (cert !== null) fs.writeFileSync(path.join(dir, 'cert.pem'), cert);
+      fs.writeFileSync(path.join(dir, 'key.pem'), key);
+      await assert.rejects(loadTls(c), (err: Error) => {
+        assert.match(
+          err.message,
+          /^The TLS pair generated in .*tls cannot be used \(.+\): remove that directory/,
+          what,
+        );
+        return true;
+      });
+    }
+  });
+
   it('removes the temporary pair directories a crash left, but not one another start is writing', async () => {
     const c = config();
     const stale = path.join(c.dataDir, '.tls-crashed');
