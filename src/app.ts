@@ -15,6 +15,7 @@ import {
   frameworkErrors,
   installErrorHandling,
   installHostAndExpect,
+  refuseConnect,
   rewriteUndecodable,
   type UnparsedRequest,
 } from './http/error-handler.ts';
@@ -146,6 +147,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     observe?.observeUnparsed(request);
     writeRequestLine({ ...request, ms: 0 });
   };
+  refuseConnect(app.server, answeredUnparsed);
   app.addHook('onResponse', (request, reply, done) => {
     observe?.observe(request, reply);
     writeRequestLine({

@@ -241,17 +241,40 @@ export const clientErrorHandler =
       const id = newId('request');
       answered({ requestId: id, ...requestLineOf(err), status: 400 });
       const message = CLIENT_ERROR_MESSAGES[err.code ?? ''] ?? 'The request is not valid HTTP.';
-      const body = JSON.stringify({ error: { code: 'invalid_request', message, request_id: id } });
-      const headers = {
-        'content-type': 'application/json; charset=utf-8',
-        'content-length': Buffer.byteLength(body),
-        'x-request-id': id,
-        ...SECURITY_HEADERS,
-        'cache-control': 'no-store',
-        connection: 'close',
-      };
-      const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
-      socket.write(`HTTP/1.1 400 Bad Request\r\n${lines.join('')}\r\n${body}`);
+      socket.write(rawError(id, 400, 'Bad Request', 'invalid_request', message));
     }
     socket.destroy(err);
   };
+
+/** A whole HTTP/1.1 error answer in the envelope, for a socket the app does not serve; it closes. */
+function rawError(id: string, status: number, reason: string, code: string, message: string, extra = {}) {
+  const body = JSON.stringify({ error: { code, message, request_id: id } });
+  const headers = {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    'x-request-id': id,
+    ...SECURITY_HEADERS,
+    'cache-control': 'no-store',
+    ...extra,
+    connection: 'close',
+  };
+  const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
+  return `HTTP/1.1 ${status} ${reason}\r\n${lines.join('')}\r\n${body}`;
+}
+
+/**
+ * A `CONNECT` request (a client taking the service for a proxy): Node hands it to a `connect`
+ * listener, and without one closes the connection with no answer at all. It is answered
+ * `405 method_not_allowed` in the envelope, logged and counted like the parser's refusals.
+ */
+export function refuseConnect(
+  server: NodeJS.EventEmitter,
+  answered: (request: UnparsedRequest) => void,
+): void {
+  server.on('connect', (req: IncomingMessage, socket: Duplex) => {
+    const id = newId('request');
+    answered({ requestId: id, method: 'CONNECT', url: req.url ?? '-', status: 405 });
+    const message = 'CONNECT is not allowed: this service is not a proxy.';
+    socket.end(rawError(id, 405, 'Method Not Allowed', 'method_not_allowed', message));
+  });
+}

@@ -5,7 +5,7 @@ import { createLogger } from '../../src/lib/logger.ts';
 import { createHarness } from '../helpers/harness.ts';
 
 /** Sends raw bytes and reads until the server closes: the status and the X-Request-Id. */
-function exchange(port: number, bytes: string): Promise<{ status: number; requestId: string }> {
+function exchange(port: number, bytes: string): Promise<{ status: number; requestId: string; body: string }> {
   return new Promise((resolve, reject) => {
     const socket = net.connect(port, '127.0.0.1', () => socket.write(bytes));
     let text = '';
@@ -18,6 +18,7 @@ function exchange(port: number, bytes: string): Promise<{ status: number; reques
       resolve({
         status: Number(text.split(' ')[1]),
         requestId: /^x-request-id: (\S+)\r$/m.exec(text)?.[1] ?? '',
+        body: text.slice(text.indexOf('\r\n\r\n') + 4),
       });
     });
   });
@@ -82,6 +83,21 @@ describe('requests the HTTP parser refuses are logged and counted', () => {
     const line = await lineOf(res.requestId);
     assert.ok(line, `no log line names ${res.requestId}`);
     assert.deepEqual([line.method, line.url, line.status], ['-', '-', 400]);
+    assert.equal(sample((await h.request('GET', '/metrics')).raw, series), before + 1);
+  });
+
+  // Node hands CONNECT to a `connect` listener and, without one, closed the connection unanswered.
+  it('CONNECT (the service taken for a proxy): 405 method_not_allowed in the envelope, logged and counted', async () => {
+    const series = 'ads_http_requests_total{method="CONNECT",route="unmatched",status="405"}';
+    const before = sample((await h.request('GET', '/metrics')).raw, series);
+    const res = await exchange(port, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
+    assert.equal(res.status, 405);
+    const body = JSON.parse(res.body);
+    assert.equal(body.error.code, 'method_not_allowed');
+    assert.equal(body.error.request_id, res.requestId);
+    const line = await lineOf(res.requestId);
+    assert.ok(line, `no log line names ${res.requestId}`);
+    assert.deepEqual([line.method, line.url, line.status], ['CONNECT', 'example.com:443', 405]);
     assert.equal(sample((await h.request('GET', '/metrics')).raw, series), before + 1);
   });
 });
