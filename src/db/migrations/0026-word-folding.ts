@@ -3,7 +3,7 @@ import { buildIndexDocument } from '../../search/document.ts';
 import type { MigrationProgress } from '../database.ts';
 import { recordSchemaBreak } from '../database.ts';
 import type { Dialect } from '../types.ts';
-import { rewriteEntries } from './0015-symbol-words.ts';
+import { foldAfter0015, rewriteEntries } from './0015-symbol-words.ts';
 
 /**
  * Three changes to the words the index keeps (src/search/text.ts, document.ts), on both databases:
@@ -34,14 +34,8 @@ export const NAME = '0026-word-folding';
  * entries with it.
  */
 export function foldBefore0026(s: string): string {
-  return s
-    .replace(/\p{Cs}/gu, ' ')
-    .replace(/[^\p{L}\p{N}\p{M}\0-\x7F]/gu, (c) => (c.normalize('NFKD') === c ? c : ' '))
-    .normalize('NFKD')
-    .toLowerCase()
-    .normalize('NFKD')
-    .replace(/\p{M}/gu, '')
-    .replace(/[ßæœøłđðþħıŧ]/g, (c) => STROKED_BEFORE_0026[c]!);
+  // 0015's folding, then 0016's stroked letters and ligatures.
+  return foldAfter0015(s).replace(/[ßæœøłđðþħıŧ]/g, (c) => STROKED_BEFORE_0026[c]!);
 }
 
 const STROKED_BEFORE_0026: Record<string, string> = {
