@@ -15,7 +15,7 @@ export function installRateLimit(app: FastifyInstance) {
     const decision = await app.ctx.rateLimiter.consume(request.auth.keyId, plan);
     const headers = rateLimitHeaders(decision);
     if (decision.limited) {
-      const window = decision.windows.find((w) => w.remaining === 0)?.name ?? 'minute';
+      const window = decision.refusedBy ?? 'minute';
       throw new AppError(
         'rate_limited',
         `Rate limit exceeded for this API key (${plan} plan, per ${window}).`,

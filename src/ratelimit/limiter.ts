@@ -21,9 +21,15 @@ export type RateDecision = {
   windows: RateWindow[];
   /** Only when limited: whole seconds (>= 1) until every exhausted window has reset. */
   retryAfter?: number;
+  /** Only when limited: the exhausted window that sets `retryAfter` (the one that resets last). */
+  refusedBy?: 'minute' | 'day';
 };
 
-/** `used` is capped at `limit`: refused attempts are counted by the store but never served. */
+/**
+ * `used` is what counts against the budget, capped at `limit`. Refused attempts count too (they are
+ * charged, docs/api.md), but never more than the day's served requests: a minute lies inside its
+ * day, so after a plan change the minute never shows more used than the whole day.
+ */
 export type RateUsageWindow = RateWindow & { used: number };
 
 /** Current counts of a key, read without consuming (for `GET /account`). */
@@ -439,12 +445,13 @@ export function createRateLimiter(opts: RateLimiterOptions = {}): RateLimiter {
       }
       // Wait until every exhausted window has reset, or the retry is refused again.
       const [minute, day] = windows;
+      const refusedBy = day.remaining === 0 && day.resetIn >= minute.resetIn ? 'day' : 'minute';
       const retryAfter = Math.max(
         1,
         minute.remaining === 0 ? minute.resetIn : 0,
         day.remaining === 0 ? day.resetIn : 0,
       );
-      return { limited: true, unlimited: false, windows, retryAfter };
+      return { limited: true, unlimited: false, windows, retryAfter, refusedBy };
     },
 
     async usage(keyId, plan) {
@@ -457,7 +464,7 @@ export function createRateLimiter(opts: RateLimiterOptions = {}): RateLimiter {
       return {
         unlimited: false,
         windows: [
-          { ...minute, used: Math.min(used.minute, limits.perMinute) },
+          { ...minute, used: Math.min(used.minute, limits.perMinute, used.day) },
           { ...day, used: Math.min(used.day, limits.perDay) },
         ],
       };

@@ -108,6 +108,7 @@ function limiterCases(make: Make, backend: 'memory' | 'redis') {
       const refused = await limiter.consume(key, 'free');
       assert.equal(refused.limited, true);
       assert.equal(refused.retryAfter, 60);
+      assert.equal(refused.refusedBy, 'minute');
       assert.equal(remainingOf(refused, 'minute'), 0);
       assert.equal(remainingOf(refused, 'day'), 9_940, 'a minute-limited request does not burn day quota');
       await limiter.consume(key, 'free');
@@ -160,6 +161,7 @@ function limiterCases(make: Make, backend: 'memory' | 'redis') {
       const dayRefused = await limiter.consume(key, 'free');
       assert.equal(dayRefused.limited, true);
       assert.equal(dayRefused.retryAfter, waitToMidnight);
+      assert.equal(dayRefused.refusedBy, 'day');
       assert.deepEqual(dayRefused.windows[1], {
         name: 'day',
         limit: 10_000,
@@ -176,6 +178,8 @@ function limiterCases(make: Make, backend: 'memory' | 'redis') {
         [0, 0],
       );
       assert.equal(both.retryAfter, waitToMidnight - 30);
+      // The day sets the wait, so the day is the window named (the minute is exhausted too).
+      assert.equal(both.refusedBy, 'day');
       clock.t = Date.UTC(2030, 0, 16);
       const tomorrow = await limiter.consume(key, 'free');
       assert.equal(tomorrow.limited, false);
@@ -229,6 +233,15 @@ function limiterCases(make: Make, backend: 'memory' | 'redis') {
       const upgraded = await limiter.consume(a, 'pro');
       assert.equal(upgraded.limited, false);
       assert.equal(remainingOf(upgraded, 'minute'), 300 - 63);
+      // 61 served today; the two refused attempts count against the minute's budget, but the
+      // minute never shows more used than its whole day.
+      assert.deepEqual(
+        (await limiter.usage(a, 'pro')).windows.map((w) => [w.name, w.used]),
+        [
+          ['minute', 61],
+          ['day', 61],
+        ],
+      );
     });
   });
 }
