@@ -34,7 +34,7 @@ async function seed(h: Harness, titles: string[], stepMs = 1000) {
     ids.push(res.body.data.id);
   }
   h.clock.now = null;
-  return { key: acc.adminKey, ids };
+  return { key: acc.adminKey, ids, accountId: acc.id };
 }
 
 function assertCounts(
@@ -99,6 +99,38 @@ describeEachDatabase('data objects: listing, pagination and sort (decisions §2,
     const all = await list(key, 'limit=100');
     assertCounts(all, { total: 25, page: 1, pages: 1, limit: 100 });
     assert.equal(all.body.data.items.length, 25);
+  });
+
+  it('answers a page past the end from the total alone, without walking the list', async () => {
+    const { accountId } = await seed(h, ['a', 'b', 'c', 'd', 'e'], 0);
+    const opts = { sort: 'title', order: 'asc', limit: 2 } as const;
+    // Every statement the list runs, seen through a transaction whose executeQuery records them.
+    await h.database.db.transaction().execute(async (trx) => {
+      const seen: string[] = [];
+      const spy = new Proxy(trx, {
+        get(target, prop) {
+          if (prop === 'executeQuery') {
+            return (q: CompiledQuery) => {
+              seen.push(q.sql);
+              return target.executeQuery(q);
+            };
+          }
+          const value = Reflect.get(target, prop, target);
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+      const pageOf = async (offset: number) => {
+        seen.length = 0;
+        const page = await listDataObjects(spy, h.database.dialect, accountId, { ...opts, offset });
+        const items = 'json' in page.items ? JSON.parse((page.items as Serialized).json) : page.items;
+        return { titles: items.map((i: Item) => i.title), total: page.total, walked: seen.some(walks) };
+      };
+      const walks = (text: string) => /from data_objects where/i.test(text);
+      assert.deepEqual(await pageOf(0), { titles: ['a', 'b'], total: 5, walked: true });
+      assert.deepEqual(await pageOf(4), { titles: ['e'], total: 5, walked: true });
+      assert.deepEqual(await pageOf(5), { titles: [], total: 5, walked: false });
+      assert.deepEqual(await pageOf(9_007_199_254_740_900), { titles: [], total: 5, walked: false });
+    });
   });
 
   it('refuses page and limit outside the rules with 400 invalid_request', async () => {

@@ -1148,12 +1148,12 @@ export interface operations {
          */
         limit?: number;
         /**
-         * @description One of date, title (default date).
+         * @description date: by created_at (newest first by default); title: A to Z ignoring case and accents. Ties break by id.
          * @example date
          */
         sort?: 'date' | 'title';
         /**
-         * @description One of asc, desc.
+         * @description Default: desc for date (newest first), asc for title (A to Z).
          * @example asc
          */
         order?: 'asc' | 'desc';

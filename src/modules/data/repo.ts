@@ -111,6 +111,14 @@ export async function listDataObjects(
   accountId: string,
   opts: { sort: DataSort; order: 'asc' | 'desc'; limit: number; offset: number },
 ): Promise<{ items: DataListRow[] | Serialized; total: number }> {
+  // A page past the end is known to be empty from the total alone; without this check the page
+  // statement would still walk the account's whole list to skip `offset` rows (hundreds of ms at
+  // 200,000 objects on PostgreSQL with sort=title), a cost any read key could ask for at will.
+  // Page 1 skips the check: it walks no further than its own rows.
+  if (opts.offset > 0) {
+    const total = await countDataObjects(db, dialect, accountId);
+    if (opts.offset >= total) return { items: dialect === 'postgres' ? [] : { json: '[]' }, total };
+  }
   if (dialect === 'postgres') {
     const rows = await listPagesWithTotal[opts.sort][opts.order](db, dialect, [
       accountId,

@@ -83,8 +83,18 @@ export const DataListItem = Type.Object({
 export const ListDataQuery = Type.Object(
   {
     ...PageQuery,
-    sort: Type.Optional(Type.Enum(['date', 'title'], { default: 'date' })),
-    order: Type.Optional(Type.Enum(['asc', 'desc'])),
+    sort: Type.Optional(
+      Type.Enum(['date', 'title'], {
+        default: 'date',
+        description:
+          'date: by created_at (newest first by default); title: A to Z ignoring case and accents. Ties break by id.',
+      }),
+    ),
+    order: Type.Optional(
+      Type.Enum(['asc', 'desc'], {
+        description: 'Default: desc for date (newest first), asc for title (A to Z).',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
