@@ -24,12 +24,14 @@ const DataEventData = (updated: boolean) =>
       : {}),
   });
 
-const UserEventData = (updated: boolean) =>
+const UserEventData = (updated: boolean, created = false) =>
   Type.Object({
     id: Type.String({ examples: [`usr_${ULID}`] }),
     email: Type.String({ format: 'email', examples: ['ada@example.com'] }),
     role: Type.String({ enum: ['member', 'admin'] }),
-    status: Type.String({ enum: ['invited', 'active'] }),
+    // An invitation creates the user (an account's first admin comes with no event), so a
+    // user.created member is always still invited.
+    status: Type.String({ enum: created ? ['invited'] : ['invited', 'active'] }),
     ...(updated
       ? {
           changed: Type.Array(Type.String(), {
@@ -46,7 +48,7 @@ const SUMMARIES: Record<string, [string, TSchema]> = {
   'data.created': ['A data object was created', DataEventData(false)],
   'data.updated': ['A data object was changed', DataEventData(true)],
   'data.deleted': ['A data object was deleted', DataEventData(false)],
-  'user.created': ['A member was invited', UserEventData(false)],
+  'user.created': ['A member was invited', UserEventData(false, true)],
   'user.updated': ["A member's role changed", UserEventData(true)],
   'user.deleted': ['A member was removed or an invitation cancelled', UserEventData(false)],
   [TEST_EVENT]: ['A test ping from POST /v1/webhooks/{id}/test', TestEventData],

@@ -126,6 +126,12 @@ describe('OpenAPI document', () => {
         assert.ok(headers.includes(name), `${event}: ${name}`);
       }
     }
+    // An invitation creates the user, so user.created shows a member still invited (its example too).
+    const created = doc.webhooks['user.created'].post.requestBody.content['application/json'];
+    assert.deepEqual(created.schema.properties.data.properties.status.enum, ['invited']);
+    assert.equal(created.example.data.status, 'invited');
+    const deleted = doc.webhooks['user.deleted'].post.requestBody.content['application/json'];
+    assert.deepEqual(deleted.schema.properties.data.properties.status.enum, ['invited', 'active']);
   });
 
   it('describes the webhook.test ping as it is: on demand, not stored, never retried, 410 changes nothing', () => {

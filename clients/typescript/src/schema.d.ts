@@ -5809,7 +5809,7 @@ export interface operations {
          *         "id": "usr_01JD4Z5T8N3QK9W2V7R6M1B0XC",
          *         "email": "ada@example.com",
          *         "role": "member",
-         *         "status": "active"
+         *         "status": "invited"
          *       }
          *     }
          */
@@ -5840,7 +5840,7 @@ export interface operations {
             /** @enum {string} */
             role: 'member' | 'admin';
             /** @enum {string} */
-            status: 'invited' | 'active';
+            status: 'invited';
           };
         };
       };
