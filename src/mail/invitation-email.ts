@@ -7,6 +7,11 @@ export interface InvitationEmailInput {
   acceptUrl: string;
   /** ISO 8601 expiry of the token. */
   expiresAt: string;
+  /**
+   * The link reaches the server's own generated, self-signed certificate (no ADS_TLS_CERT, no
+   * ADS_PUBLIC_URL): the curl hint gets `-k`, as the README's commands have, or it would fail.
+   */
+  selfSigned?: boolean;
 }
 
 export interface RenderedEmail {
@@ -42,7 +47,11 @@ export function renderInvitationEmail(input: InvitationEmailInput): RenderedEmai
   const account = oneLine(input.accountName);
   const roleLabel = input.role === 'admin' ? 'an admin' : 'a member';
   const expires = formatExpiry(input.expiresAt);
-  const curl = curlCommand(apiEndpoint(link), input.token);
+  const curl = curlCommand(
+    apiEndpoint(link),
+    input.token,
+    input.selfSigned === true && link.protocol === 'https:',
+  );
 
   const subject = `You're invited to ${account} on ${PRODUCT}`;
 
@@ -136,10 +145,13 @@ function apiEndpoint(link: URL): string {
   return new URL(ACCEPT_PATH, base.origin).href;
 }
 
-/** A copy-paste-safe curl command: every argument is single-quoted for POSIX shells. */
-function curlCommand(endpoint: string, token: string): string {
+/**
+ * A copy-paste-safe curl command: every argument is single-quoted for POSIX shells. `-k` (accept
+ * a self-signed certificate) only where the server's own generated certificate answers.
+ */
+function curlCommand(endpoint: string, token: string, selfSigned: boolean): string {
   const body = JSON.stringify({ token });
-  return `curl -X POST ${shellQuote(endpoint)} \\\n  -H 'Content-Type: application/json' \\\n  -d ${shellQuote(body)}`;
+  return `curl${selfSigned ? ' -k' : ''} -X POST ${shellQuote(endpoint)} \\\n  -H 'Content-Type: application/json' \\\n  -d ${shellQuote(body)}`;
 }
 
 function shellQuote(value: string): string {

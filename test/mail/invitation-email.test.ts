@@ -36,6 +36,28 @@ describe('renderInvitationEmail', () => {
     assert.ok(text.includes(`-d '{"token":"${TOKEN}"}'`));
   });
 
+  test("curl gets -k only for the server's own self-signed certificate over https", () => {
+    const hint = (overrides: Partial<InvitationEmailInput>) =>
+      renderInvitationEmail(input(overrides))
+        .text.split('\n')
+        .find((l) => l.startsWith('curl'));
+    assert.equal(hint({}), "curl -X POST 'https://ads.example.test/v1/invitations/accept' \\");
+    assert.equal(
+      hint({ selfSigned: false }),
+      "curl -X POST 'https://ads.example.test/v1/invitations/accept' \\",
+    );
+    assert.equal(
+      hint({ selfSigned: true }),
+      "curl -k -X POST 'https://ads.example.test/v1/invitations/accept' \\",
+    );
+    const plain = `http://ads.example.test/v1/invitations/accept?token=${TOKEN}`;
+    assert.equal(
+      hint({ selfSigned: true, acceptUrl: plain }),
+      "curl -X POST 'http://ads.example.test/v1/invitations/accept' \\",
+    );
+    assert.ok(renderInvitationEmail(input({ selfSigned: true })).html.includes('curl -k -X POST'));
+  });
+
   test('HTML part holds the same facts, with the link as an anchor', () => {
     const { html } = renderInvitationEmail(input());
     assert.ok(html.includes('<strong>Acme Research</strong>'));

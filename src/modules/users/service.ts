@@ -83,6 +83,7 @@ async function issueInvitation(ctx: AppContext, trx: Db, user: UsersTable, now: 
     token,
     acceptUrl,
     expiresAt,
+    selfSigned: ctx.config.tls === undefined && !ctx.config.publicUrlGiven,
   });
   await enqueueMail(trx, secretBoxFor(ctx.config), user.account_id, { to: user.email, ...message }, now);
 }
