@@ -15,7 +15,9 @@ import { UsageError } from './main.ts';
  */
 export async function backupCommand(config: Readonly<Config>, argv: string[]): Promise<number> {
   const { positionals } = parseArgs({ args: argv, options: {}, allowPositionals: true });
-  if (positionals.length !== 1) throw new UsageError('backup takes one argument: a new or empty directory');
+  if (positionals.length !== 1 || positionals[0] === '') {
+    throw new UsageError('backup takes one argument: a new or empty directory');
+  }
   const dest = path.resolve(positionals[0]!);
   const source = path.resolve(config.dataDir);
   // Compared as the file system resolves them: through a symbolic link (to the data directory, or
@@ -31,35 +33,81 @@ export async function backupCommand(config: Readonly<Config>, argv: string[]): P
   const database = config.database.dialect === 'sqlite' ? path.resolve(config.database.file) : null;
   if (database && !fs.existsSync(database)) throw new Error(`no database at ${database}`);
   const live = new Set(database ? ['', '-wal', '-shm', '-journal'].map((s) => `${database}${s}`) : []);
-  fs.mkdirSync(dest, { recursive: true, mode: 0o700 });
+  // With ADS_SECRET_KEY set, a secret.key left in the directory is not the key in use: copying it
+  // would only make the backup look as if it carried its key.
+  if (config.secretKey !== undefined) live.add(path.join(source, 'secret.key'));
   const out = (line: string) => process.stdout.write(`${line}\n`);
 
-  const files = fs.existsSync(source) ? copyTree(source, dest, live) : 0;
-  out(`files: ${files} copied from ${source}`);
+  // Built beside DEST and renamed to it only once complete: a backup that fails part-way (disk
+  // full, a damaged database) or is interrupted leaves no DEST that looks whole, which restored
+  // would have started an empty service, with a new admin key, over the files of the old one.
+  const partial = `${dest}.partial-${process.pid}`;
+  fs.rmSync(partial, { recursive: true, force: true });
+  fs.mkdirSync(partial, { recursive: true, mode: 0o700 });
+  const removePartial = () => fs.rmSync(partial, { recursive: true, force: true });
+  const onSignal = (signal: NodeJS.Signals) => {
+    removePartial();
+    process.kill(process.pid, signal);
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    const files = fs.existsSync(source) ? copyTree(source, partial, live) : 0;
+    out(`files: ${files} copied from ${source}`);
 
-  if (database) {
-    const inside = !path.relative(source, database).startsWith('..');
-    const target = inside
-      ? path.join(dest, path.relative(source, database))
-      : path.join(dest, path.basename(database));
-    // The copy holds every account's data: owner-only, as the service creates its own file.
-    createOwnerOnly(target);
-    const raw = new BetterSqlite3(database, { readonly: true, fileMustExist: true });
-    try {
-      // In one step: a backup in steps starts over whenever the service writes in between, so on a
-      // busy service it might never finish. One step holds a read snapshot while it copies.
-      const { totalPages } = await raw.backup(target, { progress: () => 2 ** 30 });
-      out(`database: ${target} (${totalPages} pages, one consistent snapshot)`);
-    } finally {
-      raw.close();
+    if (database) {
+      const inside = !path.relative(source, database).startsWith('..');
+      const name = inside ? path.relative(source, database) : path.basename(database);
+      const target = path.join(partial, name);
+      // The copy holds every account's data: owner-only, as the service creates its own file.
+      createOwnerOnly(target);
+      const raw = new BetterSqlite3(database, { readonly: true, fileMustExist: true });
+      let totalPages: number;
+      try {
+        // In one step: a backup in steps starts over whenever the service writes in between, so on
+        // a busy service it might never finish. One step holds a read snapshot while it copies.
+        ({ totalPages } = await raw.backup(target, { progress: () => 2 ** 30 }));
+      } finally {
+        raw.close();
+      }
+      // SQLite's backup copies pages as they are, damaged ones included: a copy that cannot be
+      // read back whole is refused rather than kept as a backup.
+      const damage = quickCheck(target);
+      if (damage !== undefined) {
+        throw new Error(
+          `the database ${database} is damaged (${damage}); no backup was written. Its readable rows can be saved with the sqlite3 shell's .recover`,
+        );
+      }
+      out(`database: ${path.join(dest, name)} (${totalPages} pages, one consistent snapshot, checked)`);
+    } else {
+      out('database: PostgreSQL is not copied; back it up with pg_dump or your provider’s snapshots');
     }
-  } else {
-    out('database: PostgreSQL is not copied; back it up with pg_dump or your provider’s snapshots');
+    // An empty DEST given by the caller is replaced (rename over an empty directory).
+    fs.renameSync(partial, dest);
+  } catch (err) {
+    removePartial();
+    throw err;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
   }
   if (config.secretKey !== undefined) {
     out('secret key: set by ADS_SECRET_KEY, so not in the backup; the backup cannot be read without it');
   }
   return 0;
+}
+
+/** The first problem `PRAGMA quick_check` finds in the SQLite file, or undefined when it is whole. */
+function quickCheck(file: string): string | undefined {
+  const copy = new BetterSqlite3(file, { readonly: true, fileMustExist: true });
+  try {
+    const result = copy.pragma('quick_check(1)', { simple: true });
+    return result === 'ok' ? undefined : String(result);
+  } catch (err) {
+    return (err as Error).message;
+  } finally {
+    copy.close();
+  }
 }
 
 /** `p` with every symbolic link resolved, for the part of it that exists (the rest kept as is). */

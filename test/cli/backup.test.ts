@@ -153,3 +153,81 @@ describe('ads backup of read-only directories', () => {
     assert.match(res.stdout, /files: 2 copied/);
   });
 });
+
+// A backup that fails part-way must leave nothing that looks like a backup: restored, a directory
+// with the secret key but an empty or half-copied database started an empty service.
+describe('ads backup that cannot finish', () => {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'ads-backup-fail-'));
+  after(() => fs.rmSync(root, { recursive: true, force: true }));
+
+  /** A data directory with a secret key and a database of `rows` rows of 4 KB. */
+  const dataDirWith = (name: string, rows: number) => {
+    const dir = path.join(root, name);
+    fs.mkdirSync(dir);
+    fs.writeFileSync(path.join(dir, 'secret.key'), 'a key\n');
+    const db = new BetterSqlite3(path.join(dir, 'ads.sqlite'));
+    db.exec('CREATE TABLE filler (id INTEGER PRIMARY KEY, data BLOB)');
+    const insert = db.prepare('INSERT INTO filler (data) VALUES (?)');
+    db.transaction(() => {
+      for (let i = 0; i < rows; i++) insert.run(Buffer.alloc(4000, i % 251));
+    })();
+    db.close();
+    return dir;
+  };
+  const leftovers = (dest: string) =>
+    fs.readdirSync(path.dirname(dest)).filter((n) => n.startsWith(path.basename(dest)));
+
+  it('a damaged database: exit 1 naming it, and no backup directory, partial or whole', () => {
+    const dir = dataDirWith('damaged', 500);
+    // Garbage over pages in the middle of the table's B-tree.
+    const fd = fs.openSync(path.join(dir, 'ads.sqlite'), 'r+');
+    fs.writeSync(fd, Buffer.alloc(4096 * 8, 0x5a), 0, 4096 * 8, 4096 * 200);
+    fs.closeSync(fd);
+    const dest = path.join(root, 'out-damaged', 'b');
+    const res = runAds(['backup', dest], { ADS_DATA_DIR: dir });
+    assert.equal(res.code, 1, res.stderr);
+    assert.match(res.stderr, /damaged|malformed/);
+    assert.deepEqual(leftovers(dest), []);
+  });
+
+  it('a truncated database: exit 1 and no backup directory', () => {
+    const dir = dataDirWith('truncated', 500);
+    fs.truncateSync(path.join(dir, 'ads.sqlite'), 4096 * 100 + 100);
+    const dest = path.join(root, 'out-truncated', 'b');
+    const res = runAds(['backup', dest], { ADS_DATA_DIR: dir });
+    assert.equal(res.code, 1, res.stderr);
+    assert.deepEqual(leftovers(dest), []);
+  });
+
+  it('an empty directory given as DEST is filled only when the backup is complete', () => {
+    const dir = dataDirWith('whole', 50);
+    const dest = path.join(root, 'out-empty');
+    fs.mkdirSync(dest);
+    const res = runAds(['backup', dest], { ADS_DATA_DIR: dir });
+    assert.equal(res.code, 0, res.stderr);
+    assert.deepEqual(fs.readdirSync(dest).sort(), ['ads.sqlite', 'secret.key']);
+    assert.match(res.stdout, /one consistent snapshot, checked/);
+    assert.deepEqual(
+      fs.readdirSync(root).filter((n) => n.includes('.partial-')),
+      [],
+    );
+  });
+
+  it('with ADS_SECRET_KEY set, a secret.key left in the directory is not copied', () => {
+    const dir = dataDirWith('setting', 5);
+    const dest = path.join(root, 'out-setting');
+    const res = runAds(['backup', dest], {
+      ADS_DATA_DIR: dir,
+      ADS_SECRET_KEY: Buffer.alloc(32, 7).toString('base64'),
+    });
+    assert.equal(res.code, 0, res.stderr);
+    assert.deepEqual(fs.readdirSync(dest), ['ads.sqlite']);
+    assert.match(res.stdout, /set by ADS_SECRET_KEY, so not in the backup/);
+  });
+
+  it('an empty argument is a usage error, not the current directory', () => {
+    const res = runAds(['backup', ''], { ADS_DATA_DIR: dataDirWith('empty-arg', 1) });
+    assert.equal(res.code, 2);
+    assert.match(res.stderr, /backup takes one argument/);
+  });
+});
