@@ -99,7 +99,9 @@ export async function backupCommand(config: Readonly<Config>, argv: string[]): P
 
 /** The first problem `PRAGMA quick_check` finds in the SQLite file, or undefined when it is whole. */
 function quickCheck(file: string): string | undefined {
-  const copy = new BetterSqlite3(file, { readonly: true, fileMustExist: true });
+  // Read-write although it only reads: the copy is in WAL mode, and a read-only connection would
+  // leave an empty -wal and -shm beside it, which the last read-write one removes when it closes.
+  const copy = new BetterSqlite3(file, { fileMustExist: true });
   try {
     const result = copy.pragma('quick_check(1)', { simple: true });
     return result === 'ok' ? undefined : String(result);

@@ -142,7 +142,7 @@ describe('ads command line', () => {
     try {
       const res = runAds(['backup', dest], env);
       assert.equal(res.code, 0, res.stderr);
-      assert.match(res.stdout, /database: .*ads\.sqlite \(\d+ pages, one consistent snapshot\)/);
+      assert.match(res.stdout, /database: .*ads\.sqlite \(\d+ pages, one consistent snapshot, checked\)/);
       assert.equal(fs.readFileSync(path.join(dest, 'outbox', 'kept.eml'), 'utf8'), 'Subject: kept\r\n');
       assert.ok(!fs.existsSync(path.join(dest, 'ads.sqlite-wal')), 'no live WAL copied beside the snapshot');
       const copy = new BetterSqlite3(path.join(dest, 'ads.sqlite'), { readonly: true });
