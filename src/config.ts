@@ -41,6 +41,7 @@ export const EnvSchema = Type.Object({
       why: `must be ${KEY_FORMAT} (openssl rand -base64 32)`,
     }),
   ),
+  ADS_SECRET_KEY_CHECK: Type.Optional(Bool),
   ADS_WEBHOOK_ALLOW_PRIVATE: Type.Optional(Bool),
   ADS_WEBHOOK_CA_FILE: Type.Optional(Type.String({ minLength: 1 })),
   ADS_WEBHOOK_TIMEOUT_MS: Type.Optional(Positive),
@@ -134,6 +135,8 @@ export interface Config {
   smtpUrl?: string;
   mailFrom: string;
   secretKey?: string;
+  /** ADS_SECRET_KEY_CHECK: start-up refuses a key that cannot open the database's sealed values (src/lib/secret-check.ts). */
+  secretKeyCheck: boolean;
   webhook: { allowPrivate: boolean; caFile?: string; timeoutMs: number; retrySchedule: number[] };
   bodyLimit: number;
   logLevel: string;
@@ -256,6 +259,7 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
     smtpUrl: e.ADS_SMTP_URL,
     mailFrom: e.ADS_MAIL_FROM ?? 'Account Data Service <no-reply@localhost>',
     secretKey: e.ADS_SECRET_KEY,
+    secretKeyCheck: e.ADS_SECRET_KEY_CHECK === undefined ? true : bool(e.ADS_SECRET_KEY_CHECK),
     webhook: {
       allowPrivate: bool(e.ADS_WEBHOOK_ALLOW_PRIVATE),
       caFile: e.ADS_WEBHOOK_CA_FILE ? path.resolve(cwd, e.ADS_WEBHOOK_CA_FILE) : undefined,

@@ -9,6 +9,7 @@ import { buildApp } from './app.ts';
 import { type Config, checkSettingPaths, defaultPublicUrl, listenError, originOf } from './config.ts';
 import type { AppContext } from './context.ts';
 import { type Database, migrateLogged, openDatabase } from './db/database.ts';
+import { checkSecretKey } from './lib/secret-check.ts';
 import { systemClock } from './lib/time.ts';
 import { loadTls } from './lib/tls.ts';
 import { anyAccount } from './modules/accounts/repo.ts';
@@ -35,6 +36,7 @@ export async function startServer(config: Readonly<Config>, logger: Logger): Pro
   const database = openDatabase(config.database);
   try {
     await migrateLogged(database, logger);
+    await checkSecretKey(config, database);
     const tls = config.trustProxy ? undefined : await loadTls(config);
     if (tls?.generated)
       logger.info({ cert: tls.generated }, 'generated a self-signed development certificate');

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { type Config, checkSettingPaths } from '../config.ts';
 import type { AppContext } from '../context.ts';
 import { migrateLogged, openDatabase } from '../db/database.ts';
+import { checkSecretKey } from '../lib/secret-check.ts';
 import { systemClock } from '../lib/time.ts';
 import { createRateLimiter } from '../ratelimit/limiter.ts';
 import { startWorkers, stopWorkers } from '../workers.ts';
@@ -18,6 +19,7 @@ export async function workerCommand(config: Readonly<Config>, logger: Logger): P
   const database = openDatabase(config.database);
   const starting = (async () => {
     await migrateLogged(database, logger);
+    await checkSecretKey(config, database);
     // The workers read nothing from it; AppContext simply requires one.
     const rateLimiter = createRateLimiter({ now: systemClock, logger });
     const ctx: AppContext = { config, database, clock: systemClock, logger, rateLimiter };

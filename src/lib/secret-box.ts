@@ -107,6 +107,9 @@ function isCode(err: unknown, code: string): boolean {
   return (err as NodeJS.ErrnoException | null)?.code === code;
 }
 
+/** Where the generated key lives: `<dataDir>/secret.key`. */
+export const keyFileOf = (dataDir: string) => path.join(dataDir, KEY_FILE);
+
 /**
  * The secret-box key: decoded from `keyBase64` (the setting) when given, else read from
  * `<dataDir>/secret.key`, which is created (base64, mode 0600) on first use.
