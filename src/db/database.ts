@@ -10,6 +10,7 @@ import {
 } from 'kysely';
 import type { Logger } from 'pino';
 import type { DatabaseConfig } from '../config.ts';
+import { type IdempotencyClaim, markClaimCommitted } from './commit-claim.ts';
 import { asBatch, groupCommit } from './group-commit.ts';
 import * as m0001 from './migrations/0001-initial.ts';
 import * as m0002 from './migrations/0002-search.ts';
@@ -37,6 +38,7 @@ import * as m0023 from './migrations/0023-list-covering.ts';
 import * as m0024 from './migrations/0024-due-covering.ts';
 import * as m0025 from './migrations/0025-long-word-breaks.ts';
 import * as m0026 from './migrations/0026-word-folding.ts';
+import * as m0028 from './migrations/0028-idempotency-committed.ts';
 import { HOT_STATEMENT, openPostgres } from './postgres.ts';
 import { openSqlite } from './sqlite.ts';
 import type { DB, Db, Dialect } from './types.ts';
@@ -48,9 +50,10 @@ export interface Database {
   /**
    * A write transaction for the API's hot writes. On SQLite, writes queued in the same event-loop
    * turn share one COMMIT (src/db/group-commit.ts: `fn` may run twice and must only touch the
-   * database); on PostgreSQL it is a plain transaction.
+   * database); on PostgreSQL it is a plain transaction. With `claim` (the request's
+   * Idempotency-Key), the claim is marked committed in the same transaction (commit-claim.ts).
    */
-  write<T>(fn: (trx: Db) => Promise<T>): Promise<T>;
+  write<T>(fn: (trx: Db) => Promise<T>, claim?: IdempotencyClaim): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -65,14 +68,34 @@ export function openDatabase(config: DatabaseConfig): Database {
       // One write per transaction, run as a batch of one so that work deferred with beforeCommit
       // (the search vocabulary upsert) runs last: its row locks, which every concurrent writer to
       // the account wants for the common words, are then held only until the COMMIT.
-      write: (fn) => db.transaction().execute((trx) => asBatch(trx, () => fn(trx))),
+      write: (fn, claim) =>
+        db.transaction().execute((trx) => asBatch(trx, () => withClaimMark(fn, claim)(trx))),
       close: () => db.destroy(),
     };
   }
   const sqlite = openSqlite(config.file, config.cacheMb);
   const db = new Kysely<DB>({ dialect: sqlite.dialect });
   directSqlite.set(db, sqlite);
-  return { db, dialect: 'sqlite', write: groupCommit(db), close: () => db.destroy() };
+  const write = groupCommit(db);
+  return {
+    db,
+    dialect: 'sqlite',
+    write: (fn, claim) => write(withClaimMark(fn, claim)),
+    close: () => db.destroy(),
+  };
+}
+
+/** `fn`, then the mark of the request's Idempotency-Key claim in the same transaction (commit-claim.ts). */
+function withClaimMark<T>(
+  fn: (trx: Db) => Promise<T>,
+  claim: IdempotencyClaim | undefined,
+): (trx: Db) => Promise<T> {
+  if (claim === undefined) return fn;
+  return async (trx) => {
+    const out = await fn(trx);
+    await markClaimCommitted(trx, claim);
+    return out;
+  };
 }
 
 /** Entries a migration that rewrites search entries has written so far (called after each batch). */
@@ -113,6 +136,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0024-due-covering': m0024,
   '0025-long-word-breaks': m0025,
   '0026-word-folding': m0026,
+  '0028-idempotency-committed': m0028,
 };
 
 class StaticProvider implements MigrationProvider {

@@ -11,6 +11,8 @@ export interface IdempotencyRow {
   created_at: string;
   /** The run holding the key (migration 0013); null on rows from before it. */
   claim: string | null;
+  /** 1 once the run's change committed, before its answer is stored (src/db/commit-claim.ts; migration 0028). */
+  committed?: number;
 }
 
 const table = (db: Db) => (db as Kysely<unknown>).withTables<{ idempotency_keys: IdempotencyRow }>();
@@ -59,13 +61,17 @@ export async function completeIdempotencyKey(
 export async function releaseIdempotencyKey(
   db: Db,
   row: Pick<IdempotencyRow, 'account_id' | 'key' | 'claim'>,
-): Promise<void> {
-  await table(db)
+  opts: { uncommitted?: boolean } = {},
+): Promise<boolean> {
+  let query = table(db)
     .deleteFrom('idempotency_keys')
     .where('account_id', '=', row.account_id)
     .where('key', '=', row.key)
-    .where('claim', row.claim === null ? 'is' : '=', row.claim)
-    .execute();
+    .where('claim', row.claim === null ? 'is' : '=', row.claim);
+  // Only a run whose change did not commit (src/db/commit-claim.ts) may run again.
+  if (opts.uncommitted) query = query.where('committed', '=', 0);
+  const res = await query.executeTakeFirst();
+  return Number(res.numDeletedRows ?? 0) > 0;
 }
 
 /** Deletes up to `limit` keys stored before `before` (their answers are no longer replayed). */

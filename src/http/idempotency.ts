@@ -2,6 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.ts';
+import type { IdempotencyClaim } from '../db/commit-claim.ts';
 import type { SecretBox } from '../lib/secret-box.ts';
 import { secretBoxFor } from '../lib/secrets.ts';
 import type { Worker } from '../workers.ts';
@@ -26,8 +27,11 @@ const KEY_RE = /^[\x21-\x7e]{1,255}$/;
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The Idempotency-Key this request's run holds (as stored, in its account), and its claim token. */
-    idempotencyKey?: { accountId: string; key: string; claim: string };
+    /**
+     * The Idempotency-Key this request's run holds (as stored, in its account), and its claim token;
+     * handlers pass it to the transaction that makes the change (src/db/commit-claim.ts).
+     */
+    idempotencyKey?: IdempotencyClaim;
   }
 }
 
@@ -154,7 +158,9 @@ export function installIdempotency(app: FastifyInstance) {
       const row = await findIdempotencyKey(db, accountId, key);
       if (!row) continue;
       const age = now - new Date(row.created_at).getTime();
-      if (age > TTL_MS || (row.status === 'running' && age > abandonedAfterMs(config.webhook.timeoutMs))) {
+      const abandoned = row.status === 'running' && age > abandonedAfterMs(config.webhook.timeoutMs);
+      const committed = Number(row.committed ?? 0) === 1;
+      if (age > TTL_MS || (abandoned && !committed)) {
         await releaseIdempotencyKey(db, row);
         continue;
       }
@@ -175,6 +181,14 @@ export function installIdempotency(app: FastifyInstance) {
         if (stored.type) reply.type(stored.type);
         reply.send(stored.body === '' ? null : stored.body);
         return true;
+      }
+      if (abandoned && committed) {
+        // Its change committed (commit-claim.ts) but its process stopped before the answer was
+        // stored: running it again would act twice, so the key is spent without an answer.
+        throw new AppError(
+          'idempotency_conflict',
+          'The request with this Idempotency-Key was carried out, but its answer was lost when the server stopped; it is not run again. Look the result up, or use a new key for a new request.',
+        );
       }
       if (Date.now() > deadline) {
         throw new AppError(
@@ -216,14 +230,19 @@ export function installIdempotency(app: FastifyInstance) {
     if (!held) return payload;
     request.idempotencyKey = undefined;
     const { accountId, key, claim } = held;
-    // A 400 refused the request before it did anything (validation, as Stripe does), so the key
-    // stays usable for the corrected request; other answers, 4xx included, are kept.
-    if (
-      reply.statusCode >= 500 ||
-      reply.statusCode === 400 ||
-      (payload !== null && typeof payload !== 'string')
-    ) {
+    if (payload !== null && typeof payload !== 'string') {
       await releaseIdempotencyKey(db, { account_id: accountId, key, claim });
+      return payload;
+    }
+    // A 400 refused the request before it did anything (validation, as Stripe does), and a 5xx
+    // before its change committed did nothing either: the key stays usable for a retry. Other
+    // answers, 4xx included, are kept, and so is a 5xx after the change committed (src/db/
+    // commit-claim.ts): a retry must not act twice (Stripe, too, replays a 500 of a run that began).
+    const failed = reply.statusCode >= 500 || reply.statusCode === 400;
+    if (
+      failed &&
+      (await releaseIdempotencyKey(db, { account_id: accountId, key, claim }, { uncommitted: true }))
+    ) {
       return payload;
     }
     const type = reply.getHeader('content-type');

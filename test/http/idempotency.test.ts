@@ -301,14 +301,15 @@ describeEachDatabase('Idempotency-Key on POST (Stripe semantics)', (h) => {
     assert.equal(again.body.data.id, first.body.data.id);
   });
 
-  it('runs a retry again once the run holding its key was abandoned (a crash before the answer was stored)', async () => {
+  it('runs a retry again once the run holding its key was abandoned before its change committed', async () => {
     const caller = await acc.user('admin', ['read', 'write']);
     const body = { title: 'After a crash', type: 'note' };
-    // What a process that crashed mid-request leaves: a running claim and no answer.
+    // What a process that crashed mid-request, before its transaction committed, leaves: a running
+    // claim, not marked committed, and no answer (the object below stands for nothing of it).
     const first = await post(caller.key, body, 'key-crash');
     assert.equal(first.status, 201);
     await sql`UPDATE idempotency_keys SET status = 'running', response_status = NULL,
-      sealed_response = NULL, claim = 'crashed-run'
+      sealed_response = NULL, claim = 'crashed-run', committed = 0
       WHERE account_id = ${acc.id} AND key = ${`${caller.keyId} key-crash`}`.execute(h.database.db);
     try {
       h.clock.now = Date.now() + abandonedAfterMs(h.config.webhook.timeoutMs) + 1000;
@@ -333,6 +334,87 @@ describeEachDatabase('Idempotency-Key on POST (Stripe semantics)', (h) => {
     } finally {
       h.clock.now = null;
     }
+  });
+
+  // A crash after the change committed but before the answer was stored: the claim was marked
+  // committed in the change's own transaction, so a retry never runs the request a second time.
+  it('never runs a request again whose change committed before its answer was lost', async () => {
+    const caller = await acc.user('admin', ['read', 'write', 'admin']);
+    const hookUrl = 'https://example.com/idem-crash';
+    const cases = [
+      { path: '/v1/data', body: { title: 'Committed once', type: 'note' }, table: 'data_objects' },
+      {
+        path: '/v1/webhooks',
+        body: { url: hookUrl, events: ['*'], secret: 's3cret-value' },
+        table: 'webhooks',
+      },
+      { path: '/v1/api-keys', body: { name: 'idem', scopes: ['read'] }, table: 'api_keys' },
+      { path: '/v1/users', body: { email: 'idem-crash@example.com', role: 'member' }, table: 'users' },
+    ] as const;
+    for (const [i, c] of cases.entries()) {
+      const idem = `key-committed-${i}`;
+      const stored = `${caller.keyId} ${idem}`;
+      const rows = async () =>
+        Number(
+          (
+            await sql<{
+              n: number;
+            }>`SELECT count(*) AS n FROM ${sql.table(c.table)} WHERE account_id = ${acc.id}`.execute(
+              h.database.db,
+            )
+          ).rows[0]?.n,
+        );
+      const first = await h.request('POST', c.path, {
+        key: caller.key,
+        body: c.body,
+        headers: { 'idempotency-key': idem },
+      });
+      assert.equal(first.status, 201, `${c.path}: ${first.raw}`);
+      const marked = await sql<{ committed: number }>`SELECT committed FROM idempotency_keys
+        WHERE account_id = ${acc.id} AND key = ${stored}`.execute(h.database.db);
+      assert.equal(Number(marked.rows[0]?.committed), 1, `${c.path}: marked in the change's transaction`);
+      // The answer lost: the run's process stopped after its COMMIT, before storing it.
+      await sql`UPDATE idempotency_keys SET status = 'running', response_status = NULL,
+        sealed_response = NULL, claim = 'crashed-run'
+        WHERE account_id = ${acc.id} AND key = ${stored}`.execute(h.database.db);
+      const before = await rows();
+      try {
+        h.clock.now = Date.now() + abandonedAfterMs(h.config.webhook.timeoutMs) + 1000;
+        const retried = await h.request('POST', c.path, {
+          key: caller.key,
+          body: c.body,
+          headers: { 'idempotency-key': idem },
+        });
+        assert.equal(retried.status, 409, `${c.path}: ${retried.raw}`);
+        assert.equal(retried.body.error.code, 'idempotency_conflict');
+        assert.match(retried.body.error.message, /was carried out, but its answer was lost/);
+        assert.equal(await rows(), before, `${c.path}: not run a second time`);
+      } finally {
+        h.clock.now = null;
+      }
+    }
+  });
+
+  it('a keyed request refused after its claim (409 email_taken) is stored with its claim uncommitted', async () => {
+    const caller = await acc.user('admin', ['read', 'write', 'admin']);
+    const body = { email: 'dup-idem@example.com', role: 'member' };
+    assert.equal((await h.request('POST', '/v1/users', { key: caller.key, body })).status, 201);
+    const taken = await h.request('POST', '/v1/users', {
+      key: caller.key,
+      body,
+      headers: { 'idempotency-key': 'key-taken' },
+    });
+    assert.equal(taken.status, 409);
+    const row = await sql<{
+      committed: number;
+      status: string;
+    }>`SELECT committed, status FROM idempotency_keys
+      WHERE account_id = ${acc.id} AND key = ${`${caller.keyId} key-taken`}`.execute(h.database.db);
+    // Its transaction rolled back, and the mark with it.
+    assert.deepEqual(
+      row.rows.map((r) => [r.status, Number(r.committed)]),
+      [['done', 0]],
+    );
   });
 
   it('deletes stored answers once they are older than 24 hours', async () => {

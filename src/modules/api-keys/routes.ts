@@ -47,7 +47,9 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) =>
-      reply.code(201).send(ok(request, await createKey(app.ctx, request.auth, request.body))),
+      reply
+        .code(201)
+        .send(ok(request, await createKey(app.ctx, request.auth, request.body, request.idempotencyKey))),
   );
 
   app.delete(

@@ -1,4 +1,5 @@
 import type { AppContext } from '../../context.ts';
+import { type IdempotencyClaim, markClaimCommitted } from '../../db/commit-claim.ts';
 import { readSnapshot } from '../../db/snapshot.ts';
 import type { Db } from '../../db/types.ts';
 import { AppError, BAD_KEY_MESSAGE, forbidden, notFound, unauthorized } from '../../http/errors.ts';
@@ -44,13 +45,20 @@ export async function createKey(
   ctx: AppContext,
   auth: AuthContext,
   input: { name?: string; scopes: Scope[] },
+  claim?: IdempotencyClaim,
 ) {
   const excess = input.scopes.filter((s) => !auth.scopes.includes(s));
   if (excess.length > 0)
     throw forbidden(`A key cannot be given scopes the caller lacks: ${excess.join(', ')}.`);
   // The caller's user removed since its key was checked: the key went with it.
-  return issueKey(ctx, auth.accountId, auth.userId, input, ctx.database.db, () =>
-    unauthorized(BAD_KEY_MESSAGE),
+  return issueKey(
+    ctx,
+    auth.accountId,
+    auth.userId,
+    input,
+    ctx.database.db,
+    () => unauthorized(BAD_KEY_MESSAGE),
+    claim,
   );
 }
 
@@ -75,6 +83,7 @@ export async function issueKey(
   input: { name?: string; scopes: readonly string[] },
   db: Db = ctx.database.db,
   userGone: () => AppError = () => notFound('user', userId),
+  claim?: IdempotencyClaim,
 ) {
   const { key, hash, prefix } = generateApiKey();
   const insert = async (trx: Db) => {
@@ -104,6 +113,7 @@ export async function issueKey(
       revoked_at: null,
     };
     await insertApiKey(trx, row);
+    await markClaimCommitted(trx, claim);
     return row;
   };
   const row = db.isTransaction ? await insert(db) : await db.transaction().execute(insert);

@@ -51,7 +51,7 @@ export const dataRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const created = await createData(app.ctx, request.auth.accountId, request.body);
+      const created = await createData(app.ctx, request.auth.accountId, request.body, request.idempotencyKey);
       return reply.code(201).send(ok(request, created));
     },
   );

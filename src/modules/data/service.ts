@@ -1,4 +1,5 @@
 import type { AppContext } from '../../context.ts';
+import type { IdempotencyClaim } from '../../db/commit-claim.ts';
 import { recordEvent } from '../../events/outbox.ts';
 import { invalidField, notFound } from '../../http/errors.ts';
 import { newId } from '../../lib/ids.ts';
@@ -53,7 +54,12 @@ function checkText(input: { title?: string; tags?: string[] }) {
 /** Tags keep their first occurrence's position; repeats are dropped (decisions §5). */
 const dedupe = (tags: string[]) => [...new Set(tags)];
 
-export async function createData(ctx: AppContext, accountId: string, input: CreateDataInput) {
+export async function createData(
+  ctx: AppContext,
+  accountId: string,
+  input: CreateDataInput,
+  claim?: IdempotencyClaim,
+) {
   checkText(input);
   const now = isoNow(ctx.clock);
   const row: DataRow = {
@@ -79,7 +85,7 @@ export async function createData(ctx: AppContext, accountId: string, input: Crea
       { id: row.id, title: row.title, type: row.type },
       now,
     );
-  });
+  }, claim);
   return toDataObject(row);
 }
 

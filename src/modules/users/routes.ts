@@ -63,7 +63,14 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) =>
-      reply.code(201).send(ok(request, await inviteMember(app.ctx, request.auth.accountId, request.body))),
+      reply
+        .code(201)
+        .send(
+          ok(
+            request,
+            await inviteMember(app.ctx, request.auth.accountId, request.body, request.idempotencyKey),
+          ),
+        ),
   );
 
   app.patch(
@@ -114,7 +121,10 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) =>
-      ok(request, await resendInvitation(app.ctx, request.auth.accountId, request.params.id)),
+      ok(
+        request,
+        await resendInvitation(app.ctx, request.auth.accountId, request.params.id, request.idempotencyKey),
+      ),
   );
 
   // Its own scope, so only these routes take a form body (the page's button), not the rest of /users.
@@ -199,11 +209,14 @@ const acceptRoutes: FastifyPluginAsyncTypebox = async (app) => {
       errorHandler: pageErrors,
     },
     async (request, reply) => {
-      if (!fromPage(request)) return ok(request, await acceptInvitation(app.ctx, request.body.token));
+      if (!fromPage(request))
+        return ok(request, await acceptInvitation(app.ctx, request.body.token, request.idempotencyKey));
       // An HTML answer instead of the envelope: the page is for a person, not a client.
       const html = reply.headers(PAGE_HEADERS) as unknown as FastifyReply;
       try {
-        return html.send(acceptedPage(await acceptInvitation(app.ctx, request.body.token)));
+        return html.send(
+          acceptedPage(await acceptInvitation(app.ctx, request.body.token, request.idempotencyKey)),
+        );
       } catch (err) {
         if (!(err instanceof AppError)) throw err;
         return html.code(err.status).send(refusedPage(err.message));

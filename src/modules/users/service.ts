@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { AppContext } from '../../context.ts';
+import { type IdempotencyClaim, markClaimCommitted } from '../../db/commit-claim.ts';
 import { isUniqueViolation } from '../../db/database.ts';
 import { readSnapshot } from '../../db/snapshot.ts';
 import type { Db, UsersTable } from '../../db/types.ts';
@@ -89,7 +90,12 @@ async function issueInvitation(ctx: AppContext, trx: Db, user: UsersTable, now: 
 }
 
 /** Invites a member: user `invited`, `user.created`, invitation email queued, all in one transaction. */
-export async function inviteMember(ctx: AppContext, accountId: string, input: { email: string; role: Role }) {
+export async function inviteMember(
+  ctx: AppContext,
+  accountId: string,
+  input: { email: string; role: Role },
+  claim?: IdempotencyClaim,
+) {
   const now = isoNow(ctx.clock);
   const row: UsersTable = {
     account_id: accountId,
@@ -106,6 +112,7 @@ export async function inviteMember(ctx: AppContext, accountId: string, input: { 
       await insertUser(trx, row);
       await issueInvitation(ctx, trx, row, now);
       await recordEvent(trx, ctx.database.dialect, accountId, 'user.created', eventData(row), now);
+      await markClaimCommitted(trx, claim);
     });
   } catch (err) {
     if (isUniqueViolation(err)) {
@@ -173,7 +180,12 @@ export async function removeMember(ctx: AppContext, accountId: string, userId: s
 }
 
 /** Sends a still-invited user a fresh token; earlier tokens stop working. */
-export async function resendInvitation(ctx: AppContext, accountId: string, userId: string) {
+export async function resendInvitation(
+  ctx: AppContext,
+  accountId: string,
+  userId: string,
+  claim?: IdempotencyClaim,
+) {
   const { db, dialect } = ctx.database;
   return db.transaction().execute(async (trx) => {
     // Locked, so two re-sends at once cannot each miss the other's token when voiding earlier ones.
@@ -183,6 +195,7 @@ export async function resendInvitation(ctx: AppContext, accountId: string, userI
       throw new AppError('invalid_request', `User ${userId} has already accepted their invitation.`);
     }
     await issueInvitation(ctx, trx, user, isoNow(ctx.clock));
+    await markClaimCommitted(trx, claim);
     return toUser(user);
   });
 }
@@ -203,7 +216,7 @@ export async function invitationKeyOwner(ctx: AppContext, token: unknown) {
 }
 
 /** Accepts an invitation: the user becomes active and gets a first key with every scope of their role. */
-export async function acceptInvitation(ctx: AppContext, token: string) {
+export async function acceptInvitation(ctx: AppContext, token: string, claim?: IdempotencyClaim) {
   const now = isoNow(ctx.clock);
   const invalid = () =>
     new AppError('invalid_token', 'The invitation token is unknown, already used or expired.');
@@ -233,6 +246,7 @@ export async function acceptInvitation(ctx: AppContext, token: string) {
       { name: 'first key (invitation)', scopes: ROLE_SCOPES[user.role as Role] },
       trx,
     );
+    await markClaimCommitted(trx, claim);
     const active = { ...user, status: 'active', created_at: joined, updated_at: joined };
     return { user: toUser(active), api_key: { id: key.id, key: key.key, scopes: key.scopes } };
   });

@@ -50,7 +50,14 @@ export const webhookRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) =>
-      reply.code(201).send(ok(request, await createWebhook(app.ctx, request.auth.accountId, request.body))),
+      reply
+        .code(201)
+        .send(
+          ok(
+            request,
+            await createWebhook(app.ctx, request.auth.accountId, request.body, request.idempotencyKey),
+          ),
+        ),
   );
 
   app.get(

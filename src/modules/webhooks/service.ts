@@ -1,4 +1,5 @@
 import type { AppContext } from '../../context.ts';
+import { type IdempotencyClaim, markClaimCommitted } from '../../db/commit-claim.ts';
 import { readSnapshot } from '../../db/snapshot.ts';
 import { forbiddenAddressOf, validateWebhookUrl } from '../../events/ssrf.ts';
 import { AppError, invalidField, notFound } from '../../http/errors.ts';
@@ -90,7 +91,12 @@ function checkEvents(events: string[]): string[] {
 
 const seal = (ctx: AppContext, secret: string) => secretBoxFor(ctx.config).seal(secret);
 
-export async function createWebhook(ctx: AppContext, accountId: string, input: CreateWebhookInput) {
+export async function createWebhook(
+  ctx: AppContext,
+  accountId: string,
+  input: CreateWebhookInput,
+  claim?: IdempotencyClaim,
+) {
   const url = await checkUrl(ctx, input.url);
   const events = checkEvents(input.events);
   const now = isoNow(ctx.clock);
@@ -121,6 +127,7 @@ export async function createWebhook(ctx: AppContext, accountId: string, input: C
       );
     }
     await insertWebhook(trx, row);
+    await markClaimCommitted(trx, claim);
   });
   return toWebhook(row);
 }
