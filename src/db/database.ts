@@ -38,6 +38,7 @@ import * as m0023 from './migrations/0023-list-covering.ts';
 import * as m0024 from './migrations/0024-due-covering.ts';
 import * as m0025 from './migrations/0025-long-word-breaks.ts';
 import * as m0026 from './migrations/0026-word-folding.ts';
+import * as m0027 from './migrations/0027-title-sort-letters.ts';
 import * as m0028 from './migrations/0028-idempotency-committed.ts';
 import { HOT_STATEMENT, openPostgres } from './postgres.ts';
 import { openSqlite } from './sqlite.ts';
@@ -136,6 +137,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0024-due-covering': m0024,
   '0025-long-word-breaks': m0025,
   '0026-word-folding': m0026,
+  '0027-title-sort-letters': m0027,
   '0028-idempotency-committed': m0028,
 };
 

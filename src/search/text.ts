@@ -1,6 +1,7 @@
 // Text folding and stemming shared by the query parser, the indexer and the excerpt builder, so a
 // query word and a text word compare equal exactly when the search treats them as the same word.
 import { stemmer } from 'stemmer';
+import { baseLetters } from '../lib/base-letters.ts';
 
 /**
  * Accents: the generic combining diacritical marks that NFKD splits off accented Latin, Greek and
@@ -19,8 +20,6 @@ const ACCENTS =
  * selectors), never another word.
  */
 const VARIATION_SELECTORS = /[\uFE00-\uFE0F\u180B-\u180D\u180F]|\uDB40[\uDD00-\uDDEF]/g;
-/** Greek final sigma: lower-casing gives `ς` or `σ` by context, so both fold to `σ`. */
-const FINAL_SIGMA = /ς/g;
 /** Characters outside ASCII that are not part of a word: symbols, punctuation, spaces. */
 const NON_ASCII_SEPARATOR = /[^\p{L}\p{N}\p{M}\0-\x7F]/gu;
 /**
@@ -43,30 +42,9 @@ const PATTERN_WORD = /[\p{L}\p{N}*][\p{L}\p{N}\p{M}*]*/gu;
 const STAR_RUN = /\*{2,}/g;
 
 /**
- * Latin letters that carry a stroke or are ligatures, which NFKD leaves whole, as their base
- * letters (as PostgreSQL's `unaccent` and search engines fold them): `Straße` is found by
- * `strasse`, `Łódź` by `lodz`, `København` by `kobenhavn`, `Æsir` by `aesir`. Lower case only:
- * folding lower-cases first (`ẞ` becomes `ß`, `Ø` becomes `ø`).
- */
-const STROKED: Record<string, string> = {
-  ß: 'ss',
-  æ: 'ae',
-  œ: 'oe',
-  ø: 'o',
-  ł: 'l',
-  đ: 'd',
-  ð: 'd',
-  þ: 'th',
-  ħ: 'h',
-  ı: 'i',
-  ŧ: 't',
-};
-const STROKED_LETTERS = new RegExp(`[${Object.keys(STROKED).join('')}]`, 'g');
-
-/**
  * Case- and accent-insensitive form of `s`: NFKD, accents (ACCENTS) and variation selectors
  * removed, lower case with final sigma as `σ`, letters with strokes and ligatures as their base
- * letters (STROKED).
+ * letters (src/lib/base-letters.ts, shared with the title sort key).
  */
 export function foldText(s: string): string {
   // Lower-casing after NFKD catches compatibility forms that decompose to capitals (ℌ -> H);
@@ -78,16 +56,16 @@ export function foldText(s: string): string {
   // which splits before it folds, sees it too. `ς` becomes `σ` after lower-casing, which chooses
   // between them by the letters around a `Σ`: the text `ΝΟΜΟΣ:ΑΤΤΙΚΗ` lower-cases to `νομοσ`, the
   // query word `ΝΟΜΟΣ` alone to `νομος`.
-  return s
-    .replace(LONE_SURROGATES, ' ')
-    .replace(NON_ASCII_SEPARATOR, separate)
-    .normalize('NFKD')
-    .toLowerCase()
-    .normalize('NFKD')
-    .replace(ACCENTS, '')
-    .replace(VARIATION_SELECTORS, '')
-    .replace(FINAL_SIGMA, 'σ')
-    .replace(STROKED_LETTERS, (c) => STROKED[c]!);
+  return baseLetters(
+    s
+      .replace(LONE_SURROGATES, ' ')
+      .replace(NON_ASCII_SEPARATOR, separate)
+      .normalize('NFKD')
+      .toLowerCase()
+      .normalize('NFKD')
+      .replace(ACCENTS, '')
+      .replace(VARIATION_SELECTORS, ''),
+  );
 }
 
 const ASCII_WORD = /^[A-Za-z0-9]+$/;
