@@ -26,9 +26,9 @@ export type RateDecision = {
 };
 
 /**
- * `used` is what counts against the budget, capped at `limit`. Refused attempts count too (they are
- * charged, docs/api.md), but never more than the day's served requests: a minute lies inside its
- * day, so after a plan change the minute never shows more used than the whole day.
+ * `used` is what counts against the budget, capped at `limit`, so `used + remaining = limit`.
+ * Refused attempts count against the minute (they are charged, docs/api.md) but never against the
+ * day, so just after a plan change the minute can show more used than the whole day.
  */
 export type RateUsageWindow = RateWindow & { used: number };
 
@@ -464,7 +464,7 @@ export function createRateLimiter(opts: RateLimiterOptions = {}): RateLimiter {
       return {
         unlimited: false,
         windows: [
-          { ...minute, used: Math.min(used.minute, limits.perMinute, used.day) },
+          { ...minute, used: Math.min(used.minute, limits.perMinute) },
           { ...day, used: Math.min(used.day, limits.perDay) },
         ],
       };

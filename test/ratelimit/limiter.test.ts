@@ -233,13 +233,17 @@ function limiterCases(make: Make, backend: 'memory' | 'redis') {
       const upgraded = await limiter.consume(a, 'pro');
       assert.equal(upgraded.limited, false);
       assert.equal(remainingOf(upgraded, 'minute'), 300 - 63);
-      // 61 served today; the two refused attempts count against the minute's budget, but the
-      // minute never shows more used than its whole day.
+      // 61 served today; the two refused attempts count against the minute's budget only, and
+      // used + remaining is the new plan's limit.
       assert.deepEqual(
-        (await limiter.usage(a, 'pro')).windows.map((w) => [w.name, w.used]),
+        (await limiter.usage(a, 'pro')).windows.map((w) => [
+          w.name,
+          w.used,
+          w.limit - w.used === w.remaining,
+        ]),
         [
-          ['minute', 61],
-          ['day', 61],
+          ['minute', 63, true],
+          ['day', 61, true],
         ],
       );
     });
