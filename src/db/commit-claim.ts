@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { AppError } from '../http/errors.ts';
 import type { Db } from './types.ts';
 
 /** A keyed POST's hold on its Idempotency-Key (src/http/idempotency.ts: `request.idempotencyKey`). */
@@ -18,8 +19,16 @@ export interface IdempotencyClaim {
  */
 export async function markClaimCommitted(trx: Db, held: IdempotencyClaim | undefined): Promise<void> {
   if (!held) return;
-  await sql`update idempotency_keys set committed = 1
+  const res = await sql`update idempotency_keys set committed = 1
     where account_id = ${held.accountId} and key = ${held.key} and claim = ${held.claim} and status = 'running'`.execute(
     trx,
   );
+  // The claim is no longer this run's: a retry took the key over after giving this (slow) run up
+  // for abandoned, and may already have made the change. Throwing rolls this run's change back.
+  if (Number(res.numAffectedRows ?? 0) === 0) {
+    throw new AppError(
+      'idempotency_conflict',
+      'A retry with this Idempotency-Key took it over while this request was running; this request changed nothing.',
+    );
+  }
 }

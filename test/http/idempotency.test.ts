@@ -2,10 +2,13 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { before, it } from 'node:test';
 import { sql } from 'kysely';
+import type { AppError } from '../../src/http/errors.ts';
 import { abandonedAfterMs, createIdempotencyPurger } from '../../src/http/idempotency.ts';
 import { completeIdempotencyKey } from '../../src/http/idempotency-repo.ts';
 import { createSecretBox } from '../../src/lib/secret-box.ts';
+import { createData } from '../../src/modules/data/service.ts';
 import { describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
+import { liveInvitationToken } from '../helpers/invitations.ts';
 
 describeEachDatabase('Idempotency-Key on POST (Stripe semantics)', (h) => {
   let acc: TestAccount;
@@ -341,19 +344,45 @@ describeEachDatabase('Idempotency-Key on POST (Stripe semantics)', (h) => {
   it('never runs a request again whose change committed before its answer was lost', async () => {
     const caller = await acc.user('admin', ['read', 'write', 'admin']);
     const hookUrl = 'https://example.com/idem-crash';
+    const invited = await h.request('POST', '/v1/users', {
+      key: caller.key,
+      body: { email: 'idem-resend@example.com', role: 'member' },
+    });
+    assert.equal(invited.status, 201);
+    const invitedId = invited.body.data.id as string;
+    const accepting = await h.request('POST', '/v1/users', {
+      key: caller.key,
+      body: { email: 'idem-accept@example.com', role: 'member' },
+    });
+    const token = await liveInvitationToken(h.database.db, acc.id, accepting.body.data.id);
     const cases = [
-      { path: '/v1/data', body: { title: 'Committed once', type: 'note' }, table: 'data_objects' },
+      { path: '/v1/data', body: { title: 'Committed once', type: 'note' }, table: 'data_objects', ok: 201 },
       {
         path: '/v1/webhooks',
         body: { url: hookUrl, events: ['*'], secret: 's3cret-value' },
         table: 'webhooks',
+        ok: 201,
       },
-      { path: '/v1/api-keys', body: { name: 'idem', scopes: ['read'] }, table: 'api_keys' },
-      { path: '/v1/users', body: { email: 'idem-crash@example.com', role: 'member' }, table: 'users' },
-    ] as const;
+      { path: '/v1/api-keys', body: { name: 'idem', scopes: ['read'] }, table: 'api_keys', ok: 201 },
+      {
+        path: '/v1/users',
+        body: { email: 'idem-crash@example.com', role: 'member' },
+        table: 'users',
+        ok: 201,
+      },
+      { path: `/v1/users/${invitedId}/invitation`, body: undefined, table: 'invitations', ok: 200 },
+      // No API key: the key is the invitation token's. Run again, it would be 400 invalid_token.
+      { path: '/v1/invitations/accept', body: { token }, table: 'api_keys', ok: 200, anonymous: true },
+    ];
     for (const [i, c] of cases.entries()) {
       const idem = `key-committed-${i}`;
-      const stored = `${caller.keyId} ${idem}`;
+      const send = () =>
+        h.request('POST', c.path, {
+          key: c.anonymous ? undefined : caller.key,
+          body: c.body,
+          headers: { 'idempotency-key': idem },
+        });
+      const stored = sql`account_id = ${acc.id} AND key LIKE ${`% ${idem}`}`;
       const rows = async () =>
         Number(
           (
@@ -364,27 +393,22 @@ describeEachDatabase('Idempotency-Key on POST (Stripe semantics)', (h) => {
             )
           ).rows[0]?.n,
         );
-      const first = await h.request('POST', c.path, {
-        key: caller.key,
-        body: c.body,
-        headers: { 'idempotency-key': idem },
-      });
-      assert.equal(first.status, 201, `${c.path}: ${first.raw}`);
+      const first = await send();
+      assert.equal(first.status, c.ok, `${c.path}: ${first.raw}`);
       const marked = await sql<{ committed: number }>`SELECT committed FROM idempotency_keys
-        WHERE account_id = ${acc.id} AND key = ${stored}`.execute(h.database.db);
-      assert.equal(Number(marked.rows[0]?.committed), 1, `${c.path}: marked in the change's transaction`);
+        WHERE ${stored}`.execute(h.database.db);
+      assert.deepEqual(
+        marked.rows.map((r) => Number(r.committed)),
+        [1],
+        `${c.path}: marked in the change's transaction`,
+      );
       // The answer lost: the run's process stopped after its COMMIT, before storing it.
       await sql`UPDATE idempotency_keys SET status = 'running', response_status = NULL,
-        sealed_response = NULL, claim = 'crashed-run'
-        WHERE account_id = ${acc.id} AND key = ${stored}`.execute(h.database.db);
+        sealed_response = NULL, claim = 'crashed-run' WHERE ${stored}`.execute(h.database.db);
       const before = await rows();
       try {
         h.clock.now = Date.now() + abandonedAfterMs(h.config.webhook.timeoutMs) + 1000;
-        const retried = await h.request('POST', c.path, {
-          key: caller.key,
-          body: c.body,
-          headers: { 'idempotency-key': idem },
-        });
+        const retried = await send();
         assert.equal(retried.status, 409, `${c.path}: ${retried.raw}`);
         assert.equal(retried.body.error.code, 'idempotency_conflict');
         assert.match(retried.body.error.message, /was carried out, but its answer was lost/);
@@ -393,6 +417,26 @@ describeEachDatabase('Idempotency-Key on POST (Stripe semantics)', (h) => {
         h.clock.now = null;
       }
     }
+  });
+
+  it('a slow run whose key a retry took over changes nothing: its mark finds no claim', async () => {
+    const before = await count(acc.id);
+    // Run A's claim was released and the key re-claimed by run B (abandonment), so A's claim token
+    // matches no row when A's transaction comes to mark it.
+    await sql`INSERT INTO idempotency_keys (account_id, key, fingerprint, status, created_at, claim)
+      VALUES (${acc.id}, 'k taken-over', 'f', 'running', ${new Date().toISOString()}, 'run-B')`.execute(
+      h.database.db,
+    );
+    await assert.rejects(
+      createData(
+        h.ctx,
+        acc.id,
+        { title: 'Late run', type: 'note' },
+        { accountId: acc.id, key: 'k taken-over', claim: 'run-A' },
+      ),
+      (err: AppError) => err.code === 'idempotency_conflict',
+    );
+    assert.equal(await count(acc.id), before, 'run A made no object');
   });
 
   it('a keyed request refused after its claim (409 email_taken) is stored with its claim uncommitted', async () => {
