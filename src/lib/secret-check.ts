@@ -5,19 +5,28 @@ import type { Database } from '../db/database.ts';
 import { keyFileOf } from './secret-box.ts';
 import { secretBoxFor } from './secrets.ts';
 
-/** Values the database holds sealed with the secret key: webhook signing secrets, queued mail. */
+/**
+ * Values the database holds sealed with the secret key: webhook signing secrets (the most recently
+ * changed first, so a webhook given a new secret after a key was replaced is among them), queued
+ * mail (newest first) and stored idempotent answers (any: they live 24 hours).
+ */
 const SEALED = [
-  { what: 'webhook signing secrets', table: 'webhooks', column: 'sealed_secret' },
-  { what: 'queued mail', table: 'mail_outbox', column: 'sealed_message' },
+  { what: 'webhook signing secrets', table: 'webhooks', column: 'sealed_secret', newest: 'updated_at' },
+  { what: 'queued mail', table: 'mail_outbox', column: 'sealed_message', newest: 'created_at' },
+  { what: 'stored idempotent answers', table: 'idempotency_keys', column: 'sealed_response', newest: null },
 ] as const;
 
-/** One sealed value of each kind the database holds (any one; no scan beyond the first). */
+/** Sealed values read of each kind. */
+const SAMPLES = 3;
+
+/** Up to SAMPLES sealed values of each kind the database holds. */
 async function sealedSamples(database: Database): Promise<{ what: string; value: string }[]> {
   const samples: { what: string; value: string }[] = [];
-  for (const { what, table, column } of SEALED) {
+  for (const { what, table, column, newest } of SEALED) {
+    const order = newest ? sql`order by ${sql.ref(newest)} desc` : sql``;
     const { rows } = await sql<{ v: string }>`select ${sql.ref(column)} as v from ${sql.table(table)}
-      where ${sql.ref(column)} is not null limit 1`.execute(database.db);
-    if (rows[0]) samples.push({ what, value: rows[0].v });
+      where ${sql.ref(column)} is not null ${order} limit ${SAMPLES}`.execute(database.db);
+    for (const row of rows) samples.push({ what, value: row.v });
   }
   return samples;
 }
@@ -32,14 +41,14 @@ async function sealedSamples(database: Database): Promise<{ what: string; value:
  * accepted with ADS_SECRET_KEY_CHECK=false (docs/deployment.md).
  *
  * A missing `secret.key` is refused as soon as any sealed value exists, before a new one is
- * generated. A key at hand is refused only when no sample opens, so values sealed again after a
- * key was replaced (a webhook given a new secret) let the check pass.
+ * generated. A key at hand is refused only when no sample opens, so a value sealed again after a
+ * key was replaced (the webhook changed last, given a new secret) lets the check pass.
  */
 export async function checkSecretKey(config: Readonly<Config>, database: Database): Promise<void> {
   if (!config.secretKeyCheck) return;
   const samples = await sealedSamples(database);
   if (samples.length === 0) return;
-  const held = samples.map((s) => s.what).join(' and ');
+  const held = [...new Set(samples.map((s) => s.what))].join(' and ');
   const lost =
     'if that key is lost for good, set ADS_SECRET_KEY_CHECK=false to start with this one (values sealed with the old key stay unreadable: give webhooks new secrets; see docs/deployment.md)';
   const file = keyFileOf(config.dataDir);

@@ -3,9 +3,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { sql } from 'kysely';
 import { ConfigError } from '../../src/config.ts';
-import { migrate, openDatabase } from '../../src/db/database.ts';
-import { keyFileOf } from '../../src/lib/secret-box.ts';
+import { type Database, migrate, openDatabase } from '../../src/db/database.ts';
+import { createSecretBox, keyFileOf } from '../../src/lib/secret-box.ts';
 import { checkSecretKey } from '../../src/lib/secret-check.ts';
 import { createAccount } from '../../src/modules/accounts/service.ts';
 import { createTestDatabase } from '../helpers/databases.ts';
@@ -69,6 +70,79 @@ describeEachDatabase('start-up secret key check (src/lib/secret-check.ts)', (h) 
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+// On a database of its own, so that what is sealed, and with which key, is known.
+describeEachDatabase('start-up secret key check: which sealed values it reads', (h) => {
+  const keyA = Buffer.alloc(32, 1).toString('base64');
+  const keyB = Buffer.alloc(32, 2).toString('base64');
+  const withDatabase = async (fn: (database: Database, accountId: string) => Promise<void>) => {
+    const created = await createTestDatabase(h.database.dialect);
+    const database = openDatabase(created.config);
+    try {
+      await migrate(database);
+      const { account } = await createAccount(database, { name: 'Sealed', adminEmail: 's@example.com' });
+      await fn(database, account.id);
+    } finally {
+      await database.close();
+      await created.drop();
+    }
+  };
+  const webhook = (accountId: string, n: number, key: string, at: string) => ({
+    id: `wh_01JD4Z5T8N3QK9W2V7R6M1B0X${n}`,
+    account_id: accountId,
+    url: 'https://example.com/hook',
+    events: JSON.stringify(['*']),
+    sealed_secret: createSecretBox(Buffer.from(key, 'base64')).seal(`secret-${n}`),
+    status: 'active' as const,
+    disabled_reason: null,
+    created_at: '2026-01-01T00:00:00.000Z',
+    updated_at: at,
+  });
+
+  it('passes once the webhook changed last has a secret the new key opens', async () => {
+    await withDatabase(async (database, accountId) => {
+      // Lost key A: both webhooks sealed with it; the one changed last then given a secret under B.
+      await database.db
+        .insertInto('webhooks')
+        .values([
+          webhook(accountId, 1, keyA, '2026-01-02T00:00:00.000Z'),
+          webhook(accountId, 2, keyA, '2026-01-02T00:00:01.000Z'),
+          webhook(accountId, 3, keyA, '2026-01-02T00:00:02.000Z'),
+          webhook(accountId, 4, keyA, '2026-01-02T00:00:03.000Z'),
+        ])
+        .execute();
+      const config = { ...h.config, secretKey: keyB, secretKeyCheck: true };
+      await assert.rejects(checkSecretKey(config, database), ConfigError);
+      await database.db
+        .updateTable('webhooks')
+        .set({
+          sealed_secret: createSecretBox(Buffer.from(keyB, 'base64')).seal('new secret'),
+          updated_at: '2026-02-01T00:00:00.000Z',
+        })
+        .where('id', '=', 'wh_01JD4Z5T8N3QK9W2V7R6M1B0X1')
+        .execute();
+      await checkSecretKey(config, database);
+    });
+  });
+
+  it('reads stored idempotent answers too: a database holding only those refuses a missing key', async () => {
+    await withDatabase(async (database, accountId) => {
+      await sql`INSERT INTO idempotency_keys (account_id, key, fingerprint, status, response_status, sealed_response, created_at, claim)
+        VALUES (${accountId}, 'k one', 'f', 'done', 201, ${createSecretBox(Buffer.from(keyA, 'base64')).seal('{}')},
+        ${new Date().toISOString()}, 'c')`.execute(database.db);
+      const dir = freshDir();
+      try {
+        await assert.rejects(
+          checkSecretKey({ ...h.config, dataDir: dir, secretKey: undefined, secretKeyCheck: true }, database),
+          (err: Error) => err instanceof ConfigError && err.message.includes('stored idempotent answers'),
+        );
+        await checkSecretKey({ ...h.config, secretKey: keyA, secretKeyCheck: true }, database);
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    });
   });
 });
 
