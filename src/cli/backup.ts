@@ -38,27 +38,37 @@ export async function backupCommand(config: Readonly<Config>, argv: string[]): P
   if (config.secretKey !== undefined) live.add(path.join(source, 'secret.key'));
   const out = (line: string) => process.stdout.write(`${line}\n`);
 
-  // Built beside DEST and renamed to it only once complete: a backup that fails part-way (disk
-  // full, a damaged database) or is interrupted leaves no DEST that looks whole, which restored
-  // would have started an empty service, with a new admin key, over the files of the old one.
-  const partial = `${dest}.partial-${process.pid}`;
-  fs.rmSync(partial, { recursive: true, force: true });
-  fs.mkdirSync(partial, { recursive: true, mode: 0o700 });
-  const removePartial = () => fs.rmSync(partial, { recursive: true, force: true });
+  // Built apart and published only once complete: a backup that fails part-way (disk full, a
+  // damaged database) or is interrupted leaves no DEST that looks whole, which restored would have
+  // started an empty service, with a new admin key, over the files of the old one. A new DEST is
+  // built beside it and renamed; an existing empty one (a mount point, a directory with its own
+  // owner and mode, a link to one) is kept, the backup built inside it and moved up into it.
+  const existing = fs.existsSync(dest);
+  const work = existing ? path.join(dest, `.partial-${process.pid}`) : `${dest}.partial-${process.pid}`;
+  fs.rmSync(work, { recursive: true, force: true });
+  fs.mkdirSync(work, { recursive: true, mode: 0o700 });
+  // A signal is handled between event-loop turns, and the copy and the check each take one turn:
+  // it is noted, and the backup stops at the next turn instead of finishing.
+  let stoppedBy: NodeJS.Signals | undefined;
   const onSignal = (signal: NodeJS.Signals) => {
-    removePartial();
-    process.kill(process.pid, signal);
+    stoppedBy = signal;
   };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  const checkpoint = async () => {
+    await new Promise((resolve) => setImmediate(resolve));
+    if (stoppedBy) throw new Error(`stopped by ${stoppedBy}; no backup was written`);
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  const lines: string[] = [];
   try {
-    const files = fs.existsSync(source) ? copyTree(source, partial, live) : 0;
+    const files = fs.existsSync(source) ? copyTree(source, work, live) : 0;
     out(`files: ${files} copied from ${source}`);
-
+    await checkpoint();
+    let name: string | undefined;
     if (database) {
       const inside = !path.relative(source, database).startsWith('..');
-      const name = inside ? path.relative(source, database) : path.basename(database);
-      const target = path.join(partial, name);
+      name = inside ? path.relative(source, database) : path.basename(database);
+      const target = path.join(work, name);
       // The copy holds every account's data: owner-only, as the service creates its own file.
       createOwnerOnly(target);
       const raw = new BetterSqlite3(database, { readonly: true, fileMustExist: true });
@@ -70,6 +80,7 @@ export async function backupCommand(config: Readonly<Config>, argv: string[]): P
       } finally {
         raw.close();
       }
+      await checkpoint();
       // SQLite's backup copies pages as they are, damaged ones included: a copy that cannot be
       // read back whole is refused rather than kept as a backup.
       const damage = quickCheck(target);
@@ -78,23 +89,49 @@ export async function backupCommand(config: Readonly<Config>, argv: string[]): P
           `the database ${database} is damaged (${damage}); no backup was written. Its readable rows can be saved with the sqlite3 shell's .recover`,
         );
       }
-      out(`database: ${path.join(dest, name)} (${totalPages} pages, one consistent snapshot, checked)`);
+      await checkpoint();
+      lines.push(
+        `database: ${path.join(dest, name)} (${totalPages} pages, one consistent snapshot, checked)`,
+      );
     } else {
-      out('database: PostgreSQL is not copied; back it up with pg_dump or your provider’s snapshots');
+      lines.push('database: PostgreSQL is not copied; back it up with pg_dump or your provider’s snapshots');
     }
-    // An empty DEST given by the caller is replaced (rename over an empty directory).
-    fs.renameSync(partial, dest);
+    publish(work, dest, existing, name);
   } catch (err) {
-    removePartial();
+    fs.rmSync(work, { recursive: true, force: true });
     throw err;
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
+  for (const line of lines) out(line);
   if (config.secretKey !== undefined) {
     out('secret key: set by ADS_SECRET_KEY, so not in the backup; the backup cannot be read without it');
   }
   return 0;
+}
+
+/**
+ * Puts the finished backup in `work` at `dest`: one rename when `dest` did not exist; otherwise
+ * each entry moved up into it (renames within one file system, in one turn, so no signal comes
+ * between them), the database first and the secret key next: a kill -9 between two renames leaves
+ * the database without its key, which start-up refuses when anything in it is sealed
+ * (secret-check.ts), rather than a key beside no database, which would start an empty service.
+ */
+function publish(work: string, dest: string, existing: boolean, database: string | undefined): void {
+  if (!existing) {
+    fs.renameSync(work, dest);
+    return;
+  }
+  const first = [database?.split(path.sep)[0], 'secret.key'];
+  const entries = fs.readdirSync(work);
+  const ordered = [
+    ...first.filter((e) => e !== undefined && entries.includes(e)),
+    ...entries.filter((e) => !first.includes(e)),
+  ];
+  for (const entry of ordered)
+    fs.renameSync(path.join(work, entry as string), path.join(dest, entry as string));
+  fs.rmdirSync(work);
 }
 
 /** The first problem `PRAGMA quick_check` finds in the SQLite file, or undefined when it is whole. */

@@ -199,18 +199,56 @@ describe('ads backup that cannot finish', () => {
     assert.deepEqual(leftovers(dest), []);
   });
 
-  it('an empty directory given as DEST is filled only when the backup is complete', () => {
+  it('an empty directory given as DEST is filled only when the backup is complete, and kept', () => {
     const dir = dataDirWith('whole', 50);
     const dest = path.join(root, 'out-empty');
     fs.mkdirSync(dest);
+    // Its own mode stays (a mount point or a directory prepared for backups is not replaced).
+    fs.chmodSync(dest, 0o750);
     const res = runAds(['backup', dest], { ADS_DATA_DIR: dir });
     assert.equal(res.code, 0, res.stderr);
     assert.deepEqual(fs.readdirSync(dest).sort(), ['ads.sqlite', 'secret.key']);
     assert.match(res.stdout, /one consistent snapshot, checked/);
+    assert.equal(fs.statSync(dest).mode & 0o777, 0o750);
     assert.deepEqual(
       fs.readdirSync(root).filter((n) => n.includes('.partial-')),
       [],
     );
+    // Through a symbolic link to an empty directory: filled in place, the link kept.
+    const target = path.join(root, 'out-link-target');
+    fs.mkdirSync(target);
+    const link = path.join(root, 'out-link');
+    fs.symlinkSync(target, link);
+    const linked = runAds(['backup', link], { ADS_DATA_DIR: dir });
+    assert.equal(linked.code, 0, linked.stderr);
+    assert.ok(fs.lstatSync(link).isSymbolicLink());
+    assert.deepEqual(fs.readdirSync(target).sort(), ['ads.sqlite', 'secret.key']);
+  });
+
+  it('Ctrl-C or SIGTERM during the copy stops it: exit 1, and no backup directory', async () => {
+    const dir = dataDirWith('signalled', 30_000);
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+      const dest = path.join(root, `out-${signal}`, 'b');
+      const child = spawn(
+        process.execPath,
+        [path.resolve(import.meta.dirname, '../../bin/ads.js'), 'backup', dest],
+        {
+          env: { ...process.env, ADS_DATA_DIR: dir, ADS_LOG_LEVEL: 'warn' },
+        },
+      );
+      let stderr = '';
+      child.stderr.on('data', (d) => {
+        stderr += d;
+      });
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      // Sent once the copy of the database has begun: its file exists in the partial directory.
+      const copying = path.join(`${dest}.partial-${child.pid}`, 'ads.sqlite');
+      while (!fs.existsSync(copying) && child.exitCode === null) await new Promise((r) => setTimeout(r, 2));
+      child.kill(signal);
+      assert.equal(await exited, 1, stderr);
+      assert.match(stderr, new RegExp(`stopped by ${signal}; no backup was written`));
+      assert.deepEqual(leftovers(dest), []);
+    }
   });
 
   it('with ADS_SECRET_KEY set, a secret.key left in the directory is not copied', () => {
