@@ -161,7 +161,9 @@ export function installIdempotency(app: FastifyInstance) {
       const abandoned = row.status === 'running' && age > abandonedAfterMs(config.webhook.timeoutMs);
       const committed = Number(row.committed ?? 0) === 1;
       if (age > TTL_MS || (abandoned && !committed)) {
-        await releaseIdempotencyKey(db, row);
+        // An abandoned run may yet commit (and mark its claim) between the read above and this
+        // delete: only an uncommitted claim is released, and the next turn of the loop sees it.
+        await releaseIdempotencyKey(db, row, { uncommitted: age <= TTL_MS });
         continue;
       }
       // Opened first: an answer sealed under another secret key has its fingerprint keyed under that

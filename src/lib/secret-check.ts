@@ -5,30 +5,33 @@ import type { Database } from '../db/database.ts';
 import { keyFileOf } from './secret-box.ts';
 import { secretBoxFor } from './secrets.ts';
 
+/** Kinds of sealed values, and how many of each are read in one statement. */
+const PAGE = 500;
+
 /**
- * Values the database holds sealed with the secret key: webhook signing secrets (the most recently
- * changed first, so a webhook given a new secret after a key was replaced is among them), queued
- * mail (newest first) and stored idempotent answers (any: they live 24 hours).
+ * The values the database holds sealed with the secret key, a few at a time: three of the newest
+ * queued mails, three stored idempotent answers (they live 24 hours), then every webhook signing
+ * secret, in pages (a key lost for good leaves old secrets behind until each webhook is given a
+ * new one, so no sample of them can stand for the rest). The caller stops at the first that opens:
+ * with the right key, the first.
  */
-const SEALED = [
-  { what: 'webhook signing secrets', table: 'webhooks', column: 'sealed_secret', newest: 'updated_at' },
-  { what: 'queued mail', table: 'mail_outbox', column: 'sealed_message', newest: 'created_at' },
-  { what: 'stored idempotent answers', table: 'idempotency_keys', column: 'sealed_response', newest: null },
-] as const;
-
-/** Sealed values read of each kind. */
-const SAMPLES = 3;
-
-/** Up to SAMPLES sealed values of each kind the database holds. */
-async function sealedSamples(database: Database): Promise<{ what: string; value: string }[]> {
-  const samples: { what: string; value: string }[] = [];
-  for (const { what, table, column, newest } of SEALED) {
-    const order = newest ? sql`order by ${sql.ref(newest)} desc` : sql``;
-    const { rows } = await sql<{ v: string }>`select ${sql.ref(column)} as v from ${sql.table(table)}
-      where ${sql.ref(column)} is not null ${order} limit ${SAMPLES}`.execute(database.db);
-    for (const row of rows) samples.push({ what, value: row.v });
+async function* sealedValues(database: Database): AsyncGenerator<{ what: string; value: string }> {
+  const { rows: mail } = await sql<{ v: string }>`select sealed_message as v from mail_outbox
+    where sealed_message is not null order by created_at desc limit 3`.execute(database.db);
+  for (const row of mail) yield { what: 'queued mail', value: row.v };
+  const { rows: answers } = await sql<{ v: string }>`select sealed_response as v from idempotency_keys
+    where sealed_response is not null limit 3`.execute(database.db);
+  for (const row of answers) yield { what: 'stored idempotent answers', value: row.v };
+  let after: { account_id: string; id: string } | undefined;
+  for (;;) {
+    const from = after ? sql`and (account_id, id) > (${after.account_id}, ${after.id})` : sql``;
+    const { rows } = await sql<{ account_id: string; id: string; v: string }>`
+      select account_id, id, sealed_secret as v from webhooks where sealed_secret is not null ${from}
+      order by account_id, id limit ${PAGE}`.execute(database.db);
+    for (const row of rows) yield { what: 'webhook signing secrets', value: row.v };
+    if (rows.length < PAGE) return;
+    after = rows[rows.length - 1];
   }
-  return samples;
 }
 
 /**
@@ -41,34 +44,35 @@ async function sealedSamples(database: Database): Promise<{ what: string; value:
  * accepted with ADS_SECRET_KEY_CHECK=false (docs/deployment.md).
  *
  * A missing `secret.key` is refused as soon as any sealed value exists, before a new one is
- * generated. A key at hand is refused only when no sample opens, so a value sealed again after a
- * key was replaced (the webhook changed last, given a new secret) lets the check pass.
+ * generated. A key at hand is refused only when nothing sealed opens, so one value sealed again
+ * after a key was replaced (a webhook given a new secret) lets the check pass.
  */
 export async function checkSecretKey(config: Readonly<Config>, database: Database): Promise<void> {
   if (!config.secretKeyCheck) return;
-  const samples = await sealedSamples(database);
-  if (samples.length === 0) return;
-  const held = [...new Set(samples.map((s) => s.what))].join(' and ');
   const lost =
     'if that key is lost for good, set ADS_SECRET_KEY_CHECK=false to start with this one (values sealed with the old key stay unreadable: give webhooks new secrets; see docs/deployment.md)';
   const file = keyFileOf(config.dataDir);
-  if (config.secretKey === undefined && !fs.existsSync(file)) {
-    throw new ConfigError(
-      `${file} is missing, but the database holds ${held} sealed with a secret key: put back the secret.key of this database's data directory (or set ADS_SECRET_KEY to it, the same on every instance); ${lost}`,
-    );
-  }
-  const box = secretBoxFor(config);
-  const opens = (value: string) => {
-    try {
-      box.open(value);
-      return true;
-    } catch {
-      return false;
+  const missing = config.secretKey === undefined && !fs.existsSync(file);
+  const seen = new Set<string>();
+  let box: ReturnType<typeof secretBoxFor> | undefined;
+  for await (const sealed of sealedValues(database)) {
+    seen.add(sealed.what);
+    if (missing) {
+      throw new ConfigError(
+        `${file} is missing, but the database holds ${sealed.what} sealed with a secret key: put back the secret.key of this database's data directory (or set ADS_SECRET_KEY to it, the same on every instance); ${lost}`,
+      );
     }
-  };
-  if (samples.some((s) => opens(s.value))) return;
+    box ??= secretBoxFor(config);
+    try {
+      box.open(sealed.value);
+      return;
+    } catch {
+      // Sealed with another key: read on.
+    }
+  }
+  if (seen.size === 0) return;
   const source = config.secretKey === undefined ? file : 'ADS_SECRET_KEY';
   throw new ConfigError(
-    `the secret key in ${source} cannot open the ${held} the database holds: they were sealed with another key. Use the key of this database (every instance sharing it needs the same one); ${lost}`,
+    `the secret key in ${source} cannot open any of the ${[...seen].join(' or ')} the database holds: they were sealed with another key. Use the key of this database (every instance sharing it needs the same one); ${lost}`,
   );
 }

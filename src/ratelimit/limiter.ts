@@ -27,8 +27,8 @@ export type RateDecision = {
 
 /**
  * `used` is what counts against the budget, capped at `limit`, so `used + remaining = limit`.
- * Refused attempts count against the minute (they are charged, docs/api.md) but never against the
- * day, so just after a plan change the minute can show more used than the whole day.
+ * Refused attempts are charged (docs/api.md): one the minute refuses to the minute only, one the
+ * day refuses to both; so just after a plan change the minute can show more used than the day.
  */
 export type RateUsageWindow = RateWindow & { used: number };
 
