@@ -3,7 +3,6 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import BetterSqlite3 from 'better-sqlite3';
 import type { Config } from '../config.ts';
-import { createOwnerOnly } from '../db/sqlite.ts';
 import { UsageError } from './main.ts';
 
 /**
@@ -66,11 +65,26 @@ export async function backupCommand(config: Readonly<Config>, argv: string[]): P
     await checkpoint();
     let name: string | undefined;
     if (database) {
-      const inside = !path.relative(source, database).startsWith('..');
-      name = inside ? path.relative(source, database) : path.basename(database);
+      // Inside the data directory only if no symbolic link leads there: the copy of the directory
+      // keeps links as links, and a database reached through one (`db -> /elsewhere`) would
+      // otherwise be "copied" through the copied link onto the live file itself.
+      const relative = path.relative(source, database);
+      const inside =
+        !relative.startsWith('..') && path.relative(realPathOf(source), realPathOf(database)) === relative;
+      name = inside ? relative : path.basename(database);
       const target = path.join(work, name);
-      // The copy holds every account's data: owner-only, as the service creates its own file.
-      createOwnerOnly(target);
+      // The copy holds every account's data: owner-only, as the service creates its own file. Made
+      // afresh: a file already there (copied from the directory under the database's name) is
+      // never written over.
+      fs.mkdirSync(path.dirname(target), { recursive: true, mode: 0o700 });
+      try {
+        fs.closeSync(fs.openSync(target, 'wx', 0o600));
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+        throw new Error(
+          `ADS_DATA_DIR holds a file named ${name}, where the backup puts the database (${database}); rename or remove it`,
+        );
+      }
       const raw = new BetterSqlite3(database, { readonly: true, fileMustExist: true });
       let totalPages: number;
       try {

@@ -263,6 +263,34 @@ describe('ads backup that cannot finish', () => {
     assert.match(res.stdout, /set by ADS_SECRET_KEY, so not in the backup/);
   });
 
+  it('a database reached through a linked directory is copied as a file, never through the link', () => {
+    const dir = path.join(root, 'linked-db');
+    const elsewhere = path.join(root, 'linked-db-elsewhere');
+    fs.mkdirSync(dir);
+    fs.mkdirSync(elsewhere);
+    fs.symlinkSync(elsewhere, path.join(dir, 'db'));
+    const live = path.join(elsewhere, 'ads.sqlite');
+    const db = new BetterSqlite3(live);
+    db.exec("CREATE TABLE t (x); INSERT INTO t VALUES ('live')");
+    db.close();
+    const before = fs.readFileSync(live);
+    const dest = path.join(root, 'out-linked-db');
+    const res = runAds(['backup', dest], {
+      ADS_DATA_DIR: dir,
+      ADS_DATABASE_URL: `sqlite:${path.join(dir, 'db', 'ads.sqlite')}`,
+    });
+    assert.equal(res.code, 0, res.stderr);
+    assert.match(res.stdout, new RegExp(`database: ${path.join(dest, 'ads.sqlite')} \\(`));
+    assert.ok(fs.lstatSync(path.join(dest, 'ads.sqlite')).isFile(), 'a copy, at the top level');
+    const copy = new BetterSqlite3(path.join(dest, 'ads.sqlite'), { readonly: true });
+    try {
+      assert.deepEqual(copy.prepare('SELECT x FROM t').all(), [{ x: 'live' }]);
+    } finally {
+      copy.close();
+    }
+    assert.ok(fs.readFileSync(live).equals(before), 'the live database is untouched');
+  });
+
   it('an empty argument is a usage error, not the current directory', () => {
     const res = runAds(['backup', ''], { ADS_DATA_DIR: dataDirWith('empty-arg', 1) });
     assert.equal(res.code, 2);
