@@ -1,27 +1,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
-import pg from 'pg';
 import { createData } from '../../src/modules/data/service.ts';
 import { postgresSkipReason } from '../helpers/databases.ts';
 import { createHarness } from '../helpers/harness.ts';
+import { stepInBefore } from '../helpers/pg-step-in.ts';
 
 // The retry that takes over an abandoned run reads the claim, then releases it. A slow run that was
 // not dead after all may commit its change (and mark its claim) in between: the release must then
 // leave the committed claim alone, or the retry runs the request a second time. PostgreSQL only: the
 // test steps in between the read and the delete through the pg client, which SQLite does not use.
-const query = pg.Client.prototype.query;
-let beforeRelease: (() => Promise<void>) | undefined;
-pg.Client.prototype.query = async function (this: pg.Client, ...args: unknown[]) {
-  const first = args[0] as string | { text?: string } | undefined;
-  const text = typeof first === 'string' ? first : first?.text;
-  if (beforeRelease && typeof text === 'string' && /^delete from "idempotency_keys"/.test(text)) {
-    const run = beforeRelease;
-    beforeRelease = undefined;
-    await run();
-  }
-  return (query as (...a: unknown[]) => unknown).apply(this, args);
-} as typeof query;
 
 describe('Idempotency-Key: an abandoned run that commits while a retry takes it over [postgres]', {
   skip: postgresSkipReason(),
@@ -48,20 +36,22 @@ describe('Idempotency-Key: an abandoned run that commits while a retry takes it 
       h.database.db,
     );
     const start = await count();
-    beforeRelease = async () => {
+    let stepped = false;
+    stepInBefore(/^delete from "idempotency_keys"/, async () => {
       await createData(
         h.ctx,
         acc.id,
         { title: 'Once', type: 'note' },
         { accountId: acc.id, key, claim: 'run-A' },
       );
-    };
+      stepped = true;
+    });
     const retry = await h.request('POST', '/v1/data', {
       key: caller.key,
       body: { title: 'Once', type: 'note' },
       headers: { 'idempotency-key': 'race-1' },
     });
-    assert.equal(beforeRelease, undefined, 'run A committed between the read and the release');
+    assert.ok(stepped, 'run A committed between the read and the release');
     assert.equal(retry.status, 409, retry.raw);
     assert.equal(retry.body.error.code, 'idempotency_conflict');
     assert.equal(await count(), start + 1, 'one object for one key');

@@ -1,27 +1,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
-import pg from 'pg';
 import { createDeliveryWorker, type DeliveryWorker } from '../../src/events/delivery-worker.ts';
 import { postgresSkipReason } from '../helpers/databases.ts';
 import { createHarness } from '../helpers/harness.ts';
+import { stepInBefore } from '../helpers/pg-step-in.ts';
 import { fileReceiver, registerWebhook, requestsTo, uniquePath } from './fixtures.ts';
 
 // SIGTERM (the worker's stop()) arriving while a claim query runs: the claimed deliveries are given
 // back unattempted and due at once, for another worker, instead of waiting out their leases.
 // PostgreSQL only: the test steps in as the claim statement is sent, through the pg client.
-const query = pg.Client.prototype.query;
-let onClaim: (() => void) | undefined;
-pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-  const first = args[0] as string | { text?: string } | undefined;
-  const text = typeof first === 'string' ? first : first?.text;
-  if (onClaim && typeof text === 'string' && /for update skip locked/.test(text)) {
-    const run = onClaim;
-    onClaim = undefined;
-    run();
-  }
-  return (query as (...a: unknown[]) => unknown).apply(this, args);
-} as typeof query;
 
 const receiver = await fileReceiver();
 
@@ -44,9 +32,9 @@ describe('delivery worker stopped during a claim [postgres]', { skip: postgresSk
     let worker: DeliveryWorker | undefined;
     let stopped: Promise<void> | undefined;
     // stop() as the claim statement goes out: the claim still returns its rows.
-    onClaim = () => {
+    stepInBefore(/for update skip locked/, () => {
       stopped = worker?.stop();
-    };
+    });
     worker = createDeliveryWorker(h.ctx, { listen: false });
     await worker.ready;
     while (stopped === undefined) await new Promise((r) => setTimeout(r, 5));
