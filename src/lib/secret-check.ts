@@ -5,7 +5,7 @@ import type { Database } from '../db/database.ts';
 import { keyFileOf } from './secret-box.ts';
 import { secretBoxFor } from './secrets.ts';
 
-/** Kinds of sealed values, and how many of each are read in one statement. */
+/** Webhook signing secrets read per statement. */
 const PAGE = 500;
 
 /**
