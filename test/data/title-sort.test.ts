@@ -11,41 +11,56 @@ import {
 } from '../../src/db/migrations/0027-title-sort-letters.ts';
 import { titleSortKey } from '../../src/lib/sort-key.ts';
 import { postgresSkipReason } from '../helpers/databases.ts';
-import { createHarness, describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
+import { createHarness, describeEachDatabase, type Harness, type TestAccount } from '../helpers/harness.ts';
 
 // decisions §5: sort=title is "A to Z, case-insensitive"; accents and compatibility forms (here a
 // full-width F) sort with their plain letters.
 const TITLES = ['Zoo', 'Äpfel', 'apple', 'Banana', 'Ｆull moon', 'éclair', 'Eclipse'];
 const AZ = ['Äpfel', 'apple', 'Banana', 'éclair', 'Eclipse', 'Ｆull moon', 'Zoo'];
 
-describeEachDatabase('sort=title ignores accents and compatibility forms', (h) => {
-  let acc: TestAccount;
-  const idOf = new Map<string, string>();
+/**
+ * An enterprise account holding one note per title, all with the word `word` (so search finds
+ * them all), made before the suite's tests; and the titles as GET /data and GET /search list them.
+ */
+function seedTitles(h: Harness, titles: readonly string[], word: string) {
+  const seeded = {
+    acc: undefined as unknown as TestAccount,
+    idOf: new Map<string, string>(),
+    listed: async (order = 'asc') =>
+      (
+        await h.request('GET', `/v1/data?sort=title&order=${order}&limit=100`, { key: seeded.acc.adminKey })
+      ).body.data.items.map((i: { title: string }) => i.title) as string[],
+    searched: async (order = 'asc') =>
+      (
+        await h.request('GET', `/v1/search?q=${word}&sort=title&order=${order}&limit=100`, {
+          key: seeded.acc.adminKey,
+        })
+      ).body.data.results.map((r: { title: string }) => r.title) as string[],
+  };
   before(async () => {
-    acc = await h.account('enterprise');
-    for (const title of TITLES) {
+    seeded.acc = await h.account('enterprise');
+    for (const title of titles) {
       const res = await h.request('POST', '/v1/data', {
-        key: acc.adminKey,
-        body: { title, type: 'note', content: 'fruitbowl' },
+        key: seeded.acc.adminKey,
+        body: { title, type: 'note', content: word },
       });
       assert.equal(res.status, 201, res.raw);
-      idOf.set(title, res.body.data.id);
+      seeded.idOf.set(title, res.body.data.id);
     }
   });
+  return seeded;
+}
 
-  const listed = async () =>
-    (await h.request('GET', '/v1/data?sort=title&limit=100', { key: acc.adminKey })).body.data.items.map(
-      (i: { title: string }) => i.title,
-    );
-  const searched = async () =>
-    (
-      await h.request('GET', '/v1/search?q=fruitbowl&sort=title&limit=100', { key: acc.adminKey })
-    ).body.data.results.map((r: { title: string }) => r.title);
+describeEachDatabase('sort=title ignores accents and compatibility forms', (h) => {
+  const seeded = seedTitles(h, TITLES, 'fruitbowl');
+  const { idOf, listed, searched } = seeded;
 
   it('orders GET /data and GET /search by the folded title', async () => {
     assert.deepEqual(await listed(), AZ);
     assert.deepEqual(await searched(), AZ);
-    const desc = await h.request('GET', '/v1/data?sort=title&order=desc&limit=100', { key: acc.adminKey });
+    const desc = await h.request('GET', '/v1/data?sort=title&order=desc&limit=100', {
+      key: seeded.acc.adminKey,
+    });
     assert.deepEqual(
       desc.body.data.items.map((i: { title: string }) => i.title),
       [...AZ].reverse(),
@@ -58,14 +73,14 @@ describeEachDatabase('sort=title ignores accents and compatibility forms', (h) =
     for (const title of TITLES) {
       for (const table of ['data_objects', 'search_documents']) {
         await sql`UPDATE ${sql.table(table)} SET title_sort = ${title.toLowerCase()}
-          WHERE account_id = ${acc.id} AND id = ${idOf.get(title)}`.execute(db);
+          WHERE account_id = ${seeded.acc.id} AND id = ${idOf.get(title)}`.execute(db);
       }
     }
     assert.notDeepEqual(await listed(), AZ, 'the old keys put accented titles after Z');
     await migrate0012(db, h.dialect);
     for (const table of ['data_objects', 'search_documents']) {
       const { rows } = await sql<{ id: string; title_sort: string }>`
-        SELECT id, title_sort FROM ${sql.table(table)} WHERE account_id = ${acc.id}`.execute(db);
+        SELECT id, title_sort FROM ${sql.table(table)} WHERE account_id = ${seeded.acc.id}`.execute(db);
       const keys = new Map(rows.map((r) => [r.id, r.title_sort]));
       for (const title of TITLES) assert.equal(keys.get(idOf.get(title)!), titleSortKey(title), table);
     }
@@ -125,41 +140,19 @@ const keyBefore0027 = (title: string) =>
     .toLowerCase();
 
 describeEachDatabase('sort=title reads letters with a stroke and ligatures as their base letters', (h) => {
-  let acc: TestAccount;
-  const idOf = new Map<string, string>();
-  before(async () => {
-    acc = await h.account('enterprise');
-    for (const title of STROKED_TITLES) {
-      const res = await h.request('POST', '/v1/data', {
-        key: acc.adminKey,
-        body: { title, type: 'note', content: 'placenames' },
-      });
-      assert.equal(res.status, 201, res.raw);
-      idOf.set(title, res.body.data.id);
-    }
-  });
-
-  const listed = async (order = 'asc') =>
-    (
-      await h.request('GET', `/v1/data?sort=title&order=${order}&limit=100`, { key: acc.adminKey })
-    ).body.data.items.map((i: { title: string }) => i.title);
-  const searched = async (order = 'asc') =>
-    (
-      await h.request('GET', `/v1/search?q=placenames&sort=title&order=${order}&limit=100`, {
-        key: acc.adminKey,
-      })
-    ).body.data.results.map((r: { title: string }) => r.title);
+  const seeded = seedTitles(h, STROKED_TITLES, 'placenames');
+  const { idOf, listed, searched } = seeded;
   const db = () => h.database.db as unknown as Kysely<unknown>;
   const keys = async (table: string) => {
     const { rows } = await sql<{ id: string; title_sort: string }>`
-      SELECT id, title_sort FROM ${sql.table(table)} WHERE account_id = ${acc.id}`.execute(db());
+      SELECT id, title_sort FROM ${sql.table(table)} WHERE account_id = ${seeded.acc.id}`.execute(db());
     const byId = new Map(rows.map((r) => [r.id, r.title_sort]));
     return new Map(STROKED_TITLES.map((t) => [t, byId.get(idOf.get(t)!)]));
   };
   const setKey = async (title: string, key: string) => {
     for (const table of ['data_objects', 'search_documents']) {
       await sql`UPDATE ${sql.table(table)} SET title_sort = ${key}
-        WHERE account_id = ${acc.id} AND id = ${idOf.get(title)}`.execute(db());
+        WHERE account_id = ${seeded.acc.id} AND id = ${idOf.get(title)}`.execute(db());
     }
   };
 
