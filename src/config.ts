@@ -294,6 +294,17 @@ export function checkSettingPaths(config: Readonly<Config>, opts: { tls: boolean
     const why = typeof dir === 'string' ? `cannot use it (${dir})` : 'not a directory';
     throw invalidSetting('ADS_DATA_DIR', config.dataDir, why);
   }
+  // What an `ads backup` into an existing directory leaves when killed before it finished
+  // (src/cli/backup.ts): restored, that directory would start an empty service, or a database
+  // without its secret key, as if it were whole.
+  const unfinished = typeof dir === 'string' ? undefined : unfinishedBackup(config.dataDir);
+  if (unfinished) {
+    throw invalidSetting(
+      'ADS_DATA_DIR',
+      config.dataDir,
+      `holds ${unfinished}, left by an ads backup that did not finish, so it is not a whole backup; take the backup again (or remove ${unfinished} if the rest is known to be whole)`,
+    );
+  }
   const files: [string, string | undefined][] = [
     ['ADS_TLS_CERT', opts.tls ? config.tls?.certFile : undefined],
     ['ADS_TLS_KEY', opts.tls ? config.tls?.keyFile : undefined],
@@ -412,4 +423,13 @@ function parseDatabaseUrl(
   const file = url.replace(/^sqlite:(\/\/)?/, '').replace(/^file:(\/\/)?/, '');
   if (!file) throw invalidSetting('ADS_DATABASE_URL', url, 'no file path');
   return { dialect: 'sqlite', file: path.resolve(cwd, file), cacheMb };
+}
+
+/** The name of an unfinished backup's working directory (`.partial-<pid>`) in `dir`, if any. */
+function unfinishedBackup(dir: string): string | undefined {
+  try {
+    return fs.readdirSync(dir).find((name) => /^\.partial-\d+$/.test(name));
+  } catch {
+    return undefined;
+  }
 }

@@ -291,6 +291,37 @@ describe('ads backup that cannot finish', () => {
     assert.ok(fs.readFileSync(live).equals(before), 'the live database is untouched');
   });
 
+  it('a backup killed (-9) while building in an existing DEST leaves a DEST that start-up refuses', async () => {
+    const dir = dataDirWith('killed', 30_000);
+    const dest = path.join(root, 'out-killed');
+    fs.mkdirSync(dest);
+    const child = spawn(
+      process.execPath,
+      [path.resolve(import.meta.dirname, '../../bin/ads.js'), 'backup', dest],
+      {
+        env: { ...process.env, ADS_DATA_DIR: dir, ADS_LOG_LEVEL: 'warn' },
+      },
+    );
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    const partial = `.partial-${child.pid}`;
+    const copying = path.join(dest, partial, 'ads.sqlite');
+    while (!fs.existsSync(copying) && child.exitCode === null) await new Promise((r) => setTimeout(r, 2));
+    child.kill('SIGKILL');
+    await exited;
+    assert.deepEqual(fs.readdirSync(dest), [partial]);
+    // Restored as it is, it would have started an empty service with a new admin key.
+    for (const command of ['serve', 'worker', 'migrate']) {
+      const res = runAds([command], { ADS_DATA_DIR: dest, ADS_PORT: '0' });
+      assert.equal(res.code, 2, `${command}: ${res.stderr}`);
+      assert.match(
+        res.stderr,
+        new RegExp(`ADS_DATA_DIR=.*holds \\${partial}, left by an ads backup that did not finish`),
+      );
+      assert.doesNotMatch(res.stdout, /Admin API key/);
+    }
+    assert.deepEqual(fs.readdirSync(dest), [partial], 'nothing written beside it');
+  });
+
   it('an empty argument is a usage error, not the current directory', () => {
     const res = runAds(['backup', ''], { ADS_DATA_DIR: dataDirWith('empty-arg', 1) });
     assert.equal(res.code, 2);
