@@ -13,7 +13,8 @@ import { hashSecret, looksLikeApiKey } from '../modules/api-keys/tokens.ts';
 import { AppError, BAD_KEY_MESSAGE, forbidden, unauthorized } from './errors.ts';
 import type { AuthContext } from './types.ts';
 
-function bearer(request: FastifyRequest): string | null {
+/** The bearer token as sent, or null when the request has none. */
+export function bearerToken(request: FastifyRequest): string | null {
   const header = request.headers.authorization;
   if (!header) return null;
   const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
@@ -148,7 +149,7 @@ export function installAuth(app: FastifyInstance) {
       // An unknown path or method stays a 404/405 whatever the key, but a request that carries a
       // valid key counts against it and gets its rate-limit headers like any other (decisions §8:
       // every response to a key with limits). A bad key counts as a failed authentication.
-      const token = request.is404 ? bearer(request) : null;
+      const token = request.is404 ? bearerToken(request) : null;
       if (token === null) return;
       const client = failureKey(request.ip);
       await throttled(client);
@@ -159,7 +160,7 @@ export function installAuth(app: FastifyInstance) {
     }
     const client = failureKey(request.ip);
     await throttled(client);
-    const token = bearer(request);
+    const token = bearerToken(request);
     if (!token) return fail(client);
     if (!looksLikeApiKey(token)) return fail(client, BAD_KEY_MESSAGE);
     const auth = await lookup(token);

@@ -3,9 +3,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.ts';
 import type { IdempotencyClaim } from '../db/commit-claim.ts';
-import type { SecretBox } from '../lib/secret-box.ts';
+import { createSecretBox, type SecretBox } from '../lib/secret-box.ts';
 import { secretBoxFor } from '../lib/secrets.ts';
 import type { Worker } from '../workers.ts';
+import { bearerToken } from './auth.ts';
 import { AppError } from './errors.ts';
 import {
   claimIdempotencyKey,
@@ -56,6 +57,24 @@ const KEYED = 'k1.';
  */
 const fingerprint = (box: SecretBox, text: string) => KEYED + box.mac('idempotency fingerprint', text);
 
+/**
+ * The inner seal of a stored answer: a key derived from the secret key and the credential that
+ * sent the request (its API key, or the invitation token of an acceptance), which the database
+ * holds only as a hash. An answer may hold a new API key (`POST /api-keys`, an acceptance), and
+ * decisions §3 has keys stored only as a hash: sealed under the secret key alone, anyone with the
+ * database and `secret.key` (an `ads backup` holds both) could read it for 24 hours. Only the
+ * caller, who could replay it anyway, can open it.
+ */
+export function answerBox(box: SecretBox, credential: string): SecretBox {
+  return createSecretBox(Buffer.from(box.mac('idempotent answer', credential), 'base64url'));
+}
+
+/** Marks a stored answer whose body is sealed again under answerBox; older ones hold it in clear. */
+const INNER_SEALED = 2;
+
+/** The raw credential of each keyed request (see answerBox), kept off the claim handlers receive. */
+const credentials = new WeakMap<FastifyRequest, string>();
+
 /** Whether a stored fingerprint is this request's; a bare SHA-256 from before keyed ones still counts. */
 function samePrint(stored: string, print: string, text: string): boolean {
   const theirs = Buffer.from(stored);
@@ -85,8 +104,14 @@ function canonicalJson(value: unknown): string {
  * answer, which may hold a secret such as a new API key. A route without a key names its own owner
  * (`config.idempotencyOwner`: the invitation's token for its acceptance); without one, no key.
  */
-async function keyOwner(request: FastifyRequest): Promise<{ accountId: string; owner: string } | null> {
-  if (request.auth) return { accountId: request.auth.accountId, owner: request.auth.keyId };
+async function keyOwner(
+  request: FastifyRequest,
+): Promise<{ accountId: string; owner: string; credential: string } | null> {
+  if (request.auth) {
+    const credential = bearerToken(request);
+    if (credential === null) return null;
+    return { accountId: request.auth.accountId, owner: request.auth.keyId, credential };
+  }
   return (await request.routeOptions.config.idempotencyOwner?.(request)) ?? null;
 }
 
@@ -153,6 +178,7 @@ export function installIdempotency(app: FastifyInstance) {
       });
       if (claimed) {
         request.idempotencyKey = { accountId, key, claim: run };
+        credentials.set(request, owner.credential);
         return false;
       }
       const row = await findIdempotencyKey(db, accountId, key);
@@ -170,7 +196,10 @@ export function installIdempotency(app: FastifyInstance) {
       // key too, so this process cannot tell whether it is this request, and says that one ran.
       const stored =
         row.status === 'done' && row.sealed_response !== null && row.response_status !== null
-          ? { status: row.response_status, ...openStored(request, row.sealed_response, row.response_status) }
+          ? {
+              status: row.response_status,
+              ...openStored(request, owner.credential, row.sealed_response, row.response_status),
+            }
           : undefined;
       if (!samePrint(row.fingerprint, print, text)) {
         throw new AppError(
@@ -210,11 +239,14 @@ export function installIdempotency(app: FastifyInstance) {
    */
   function openStored(
     request: FastifyRequest,
+    credential: string,
     sealed: string,
     status: number,
   ): { body: string; type?: string } {
     try {
-      return JSON.parse(box.open(sealed)) as { body: string; type?: string };
+      const stored = JSON.parse(box.open(sealed)) as { v?: number; body: string; type?: string };
+      if (stored.v !== INNER_SEALED) return stored;
+      return { body: answerBox(box, credential).open(stored.body), type: stored.type };
     } catch (err) {
       request.log.error(
         { err: (err as Error).message },
@@ -248,8 +280,14 @@ export function installIdempotency(app: FastifyInstance) {
       return payload;
     }
     const type = reply.getHeader('content-type');
+    const credential = credentials.get(request);
+    if (credential === undefined) throw new Error('idempotency: a claimed request without its credential');
     const sealed = box.seal(
-      JSON.stringify({ body: payload ?? '', type: typeof type === 'string' ? type : undefined }),
+      JSON.stringify({
+        v: INNER_SEALED,
+        body: answerBox(box, credential).seal(payload ?? ''),
+        type: typeof type === 'string' ? type : undefined,
+      }),
     );
     await completeIdempotencyKey(db, accountId, key, claim, reply.statusCode, sealed);
     return payload;

@@ -19,10 +19,13 @@ declare module 'fastify' {
     scope?: Scope | 'any';
     /**
      * A POST that needs no key but takes an Idempotency-Key (decisions §9: any POST): whose keys
-     * it uses, as an account and an owner that stands in for the API key, or null to run the
+     * it uses, as an account and an owner that stands in for the API key (with the raw credential
+     * it stands for, which seals the stored answer), or null to run the
      * request without one (idempotency.ts).
      */
-    idempotencyOwner?: (request: FastifyRequest) => Promise<{ accountId: string; owner: string } | null>;
+    idempotencyOwner?: (
+      request: FastifyRequest,
+    ) => Promise<{ accountId: string; owner: string; credential: string } | null>;
   }
   interface FastifyRequest {
     auth: AuthContext;

@@ -3,9 +3,10 @@ import { createHash, randomBytes } from 'node:crypto';
 import { before, it } from 'node:test';
 import { sql } from 'kysely';
 import type { AppError } from '../../src/http/errors.ts';
-import { abandonedAfterMs, createIdempotencyPurger } from '../../src/http/idempotency.ts';
+import { abandonedAfterMs, answerBox, createIdempotencyPurger } from '../../src/http/idempotency.ts';
 import { completeIdempotencyKey } from '../../src/http/idempotency-repo.ts';
 import { createSecretBox } from '../../src/lib/secret-box.ts';
+import { secretBoxFor } from '../../src/lib/secrets.ts';
 import { createData } from '../../src/modules/data/service.ts';
 import { describeEachDatabase, type TestAccount } from '../helpers/harness.ts';
 import { liveInvitationToken } from '../helpers/invitations.ts';
@@ -199,6 +200,34 @@ describeEachDatabase('Idempotency-Key on POST (Stripe semantics)', (h) => {
     );
     assert.ok(rows.rows.length > 0);
     assert.ok(rows.rows.every((r) => !r.sealed_response?.includes(res.body.data.key)));
+    // Nor can the database and the secret key together give it back (decisions §3: keys are
+    // stored only as a hash): the answer is sealed again under the sending key, which is hashed.
+    const box = secretBoxFor(h.config);
+    const opened = rows.rows.filter((r) => r.sealed_response).map((r) => box.open(r.sealed_response));
+    assert.ok(opened.length > 0);
+    for (const text of opened)
+      assert.ok(!text.includes(res.body.data.key), 'no key under the secret key alone');
+    const stored = await sql<{ sealed_response: string }>`select sealed_response from idempotency_keys
+      where account_id = ${acc.id} and key like ${'% key-7'}`.execute(h.database.db);
+    const outer = JSON.parse(box.open(stored.rows[0]!.sealed_response)) as { body: string };
+    assert.throws(() => answerBox(box, 'ads_a-guessed-or-other-key').open(outer.body));
+    assert.match(answerBox(box, acc.adminKey).open(outer.body), new RegExp(res.body.data.key));
+  });
+
+  it('still replays an answer stored before answers were sealed under the sending key', async () => {
+    const body = { title: 'Stored the old way', type: 'note' };
+    const first = await post(acc.adminKey, body, 'key-legacy-seal');
+    assert.equal(first.status, 201);
+    const box = secretBoxFor(h.config);
+    const legacy = box.seal(JSON.stringify({ body: first.raw, type: 'application/json; charset=utf-8' }));
+    await sql`UPDATE idempotency_keys SET sealed_response = ${legacy}
+      WHERE account_id = ${acc.id} AND key LIKE ${'% key-legacy-seal'}`.execute(h.database.db);
+    const before = await count(acc.id);
+    const again = await post(acc.adminKey, body, 'key-legacy-seal');
+    assert.equal(again.status, 201, again.raw);
+    assert.equal(again.headers['idempotent-replayed'], 'true');
+    assert.equal(again.raw, first.raw);
+    assert.equal(await count(acc.id), before);
   });
 
   it('answers 409, not 500, when the stored answer was sealed under another secret key', async () => {

@@ -2,8 +2,11 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, it } from 'node:test';
+import { sql } from 'kysely';
+import { secretBoxFor } from '../../src/lib/secrets.ts';
 import { createMailer } from '../../src/mail/mailer.ts';
 import { createMailSender } from '../../src/mail/sender.ts';
+import { hashSecret } from '../../src/modules/api-keys/tokens.ts';
 import { describeEachDatabase, type Harness, type TestAccount } from '../helpers/harness.ts';
 import { liveInvitationToken } from '../helpers/invitations.ts';
 import { partOf, startSmtpServer, type TestSmtpServer } from '../helpers/smtp-server.ts';
@@ -283,6 +286,13 @@ describeEachDatabase('invitations: concurrent re-sends and accepts, withdrawn ma
     assert.equal(again.headers['idempotent-replayed'], 'true');
     assert.equal(again.body.data.api_key.key, first.body.data.api_key.key);
     assert.equal(await keysOf(userId), 1);
+    // The stored answer does not give the one-time key back to the database and the secret key
+    // alone (decisions §3: stored only as a hash); it is sealed again under the token, held hashed.
+    const box = secretBoxFor(h.config);
+    const stored = await sql<{ sealed_response: string }>`SELECT sealed_response FROM idempotency_keys
+      WHERE key = ${`invitation:${hashSecret(token)} accept-1`}`.execute(h.database.db);
+    assert.equal(stored.rows.length, 1);
+    assert.ok(!box.open(stored.rows[0]!.sealed_response).includes(first.body.data.api_key.key));
     // The same Idempotency-Key with another token (or none of the user's) replays nothing.
     const stranger = await h.request('POST', '/v1/invitations/accept', {
       body: { token: `adsinv_${'B'.repeat(43)}` },

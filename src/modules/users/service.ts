@@ -212,7 +212,7 @@ export async function invitationKeyOwner(ctx: AppContext, token: unknown) {
   if (typeof token !== 'string' || !INVITATION_TOKEN.test(token)) return null;
   const tokenHash = hashSecret(token);
   const owner = await findInvitationOwner(ctx.database.db, tokenHash);
-  return owner ? { accountId: owner.account_id, owner: `invitation:${tokenHash}` } : null;
+  return owner ? { accountId: owner.account_id, owner: `invitation:${tokenHash}`, credential: token } : null;
 }
 
 /** Accepts an invitation: the user becomes active and gets a first key with every scope of their role. */
