@@ -339,6 +339,11 @@ export interface AttemptOutcome {
   attempt: { at: string; status_code: number | null; duration_ms: number; error: string | null } | null;
   /** Disable the webhook (and fail its waiting deliveries) for this reason. */
   disable?: string;
+  /**
+   * The URL the attempt went to: the webhook is disabled only while it still points there. One
+   * PATCHed to a new URL during the attempt is not disabled for what its old receiver answered.
+   */
+  url?: string;
 }
 
 /** One finished claim: the outcome to write and when it was decided. */
@@ -492,7 +497,7 @@ async function applyAll(trx: Db, dialect: Dialect, items: readonly Completion[])
     );
   }
   for (const [i, { claim: c, outcome: o, now }] of decided.entries()) {
-    if (written[i] && o.disable) await disableWebhook(trx, c.account_id, c.webhook_id, o.disable, now);
+    if (written[i] && o.disable) await disableWebhook(trx, c.account_id, c.webhook_id, o.disable, now, o.url);
   }
   return written;
 }

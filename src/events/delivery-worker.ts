@@ -173,7 +173,7 @@ export function createDeliveryWorker(ctx: AppContext, opts: DeliveryWorkerOption
       if (!flushing) void flush();
     });
 
-  const decide = (c: ClaimedDelivery, r: AttemptResult, nowMs: number): AttemptOutcome => {
+  const decide = (c: ClaimedDelivery, r: AttemptResult, nowMs: number, url: string): AttemptOutcome => {
     const attempt = {
       at: iso(nowMs - r.durationMs),
       status_code: r.statusCode,
@@ -183,14 +183,19 @@ export function createDeliveryWorker(ctx: AppContext, opts: DeliveryWorkerOption
     const done = { nextAttemptAt: null, retriesUsed: c.retries_used, attempt };
     if (r.ok) return { ...done, status: 'succeeded' };
     if (r.statusCode === 410) {
-      return { ...done, status: 'failed', disable: 'receiver answered 410 Gone' };
+      return { ...done, status: 'failed', disable: 'receiver answered 410 Gone', url };
     }
     // A manual retry is one extra attempt; the schedule and the webhook's status stay as they were.
     if (c.manual) return { ...done, status: 'failed' };
     const step = nextRetry(retrySchedule, c.retries_used, r.retryAfterMs);
     if (!step) {
       const attempts = c.attempt_count + 1;
-      return { ...done, status: 'failed', disable: `delivery ${c.id} failed after ${attempts} attempts` };
+      return {
+        ...done,
+        status: 'failed',
+        disable: `delivery ${c.id} failed after ${attempts} attempts`,
+        url,
+      };
     }
     return {
       status: 'pending',
@@ -242,7 +247,7 @@ export function createDeliveryWorker(ctx: AppContext, opts: DeliveryWorkerOption
       };
     }
     const nowMs = clock();
-    const outcome = decide(c, result, nowMs);
+    const outcome = decide(c, result, nowMs, hook.url);
     const written = await record(c, outcome, iso(nowMs));
     // The loop may be sleeping past this retry's time (it last saw the lease end): let it look again.
     if (outcome.status === 'pending') wake();

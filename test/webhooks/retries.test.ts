@@ -30,7 +30,7 @@ describeEachDatabase(
       const w = withDeliveryWorker(h);
 
       /** A webhook on a fresh path answered by `respond`, and one data.created event for it. */
-      const setup = async (respond: (n: number) => { status?: number; headers?: Record<string, string> }) => {
+      const setup = async (respond: Parameters<typeof answer>[1]) => {
         const p = uniquePath('retry');
         answer(p, respond);
         const id = await registerWebhook(h, w.acc, {
@@ -115,6 +115,35 @@ describeEachDatabase(
         assert.equal(hook.status, 'disabled');
         assert.match(hook.disabled_reason, /410/);
         assert.equal(requestsTo(rx, p).length, 1);
+      });
+
+      it('does not disable a webhook moved to a new URL for a 410 its old receiver gave meanwhile', async () => {
+        let release!: () => void;
+        const held = new Promise<void>((r) => {
+          release = r;
+        });
+        const { p, id } = await setup(async () => {
+          await held;
+          return { status: 410 };
+        });
+        await waitUntil('the attempt to reach the old receiver', () => requestsTo(rx, p).length === 1);
+        const moved = uniquePath('moved');
+        answer(moved, () => ({ status: 204 }));
+        const patched = await h.request('PATCH', `/v1/webhooks/${id}`, {
+          key: w.acc.adminKey,
+          body: { url: rx.url + moved },
+        });
+        assert.equal(patched.status, 200, patched.raw);
+        release();
+        const d = await finished(id);
+        assert.equal(d.status, 'failed');
+        assert.equal(d.attempts[0].status_code, 410);
+        const hook = (await h.request('GET', `/v1/webhooks/${id}`, { key: w.acc.adminKey })).body.data;
+        assert.equal(hook.status, 'active', 'the 410 came from a URL the webhook no longer has');
+        assert.equal(hook.disabled_reason, null);
+        // The next event goes to the new URL.
+        await h.request('POST', '/v1/data', { key: w.acc.adminKey, body: { title: 'after', type: 'note' } });
+        await waitUntil('the next event at the new URL', () => requestsTo(rx, moved).length === 1);
       });
 
       it("waits as long as the receiver's Retry-After asks when the schedule allows it", async () => {

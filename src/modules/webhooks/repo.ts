@@ -97,7 +97,8 @@ export async function deleteWebhook(db: Db, accountId: string, id: string): Prom
 
 /**
  * Disables an active webhook and fails its waiting deliveries (they can be retried by hand once it
- * is re-enabled). Deliveries in flight finish their attempt. False when it was not active.
+ * is re-enabled). Deliveries in flight finish their attempt. False when it was not active, or, with
+ * `url`, no longer points there.
  */
 export async function disableWebhook(
   db: Db,
@@ -105,14 +106,16 @@ export async function disableWebhook(
   id: string,
   reason: string,
   now: string,
+  url?: string,
 ): Promise<boolean> {
-  const res = await db
+  let update = db
     .updateTable('webhooks')
     .set({ status: 'disabled', disabled_reason: reason, updated_at: now })
     .where('account_id', '=', accountId)
     .where('id', '=', id)
-    .where('status', '=', 'active')
-    .executeTakeFirst();
+    .where('status', '=', 'active');
+  if (url !== undefined) update = update.where('url', '=', url);
+  const res = await update.executeTakeFirst();
   if (Number(res.numUpdatedRows) === 0) return false;
   await db
     .updateTable('webhook_deliveries')
