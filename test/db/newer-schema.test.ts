@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { type Database, migrate, openDatabase, recordSchemaBreak } from '../../src/db/database.ts';
+import * as m0028 from '../../src/db/migrations/0028-idempotency-committed.ts';
 import { createTestDatabase, postgresSkipReason, type TestDialect } from '../helpers/databases.ts';
 
 /**
@@ -73,6 +74,32 @@ for (const dialect of ['sqlite', 'postgres'] as TestDialect[]) {
 
 // Kysely's PostgreSQL migration lock (an advisory lock on this id).
 const KYSELY_LOCK_ID = '3853314791062309107';
+
+/**
+ * Migration 0027 was added after 0028 had been committed: a database migrated at those commits has
+ * 0028 but not 0027, and Kysely refused it ("corrupted migrations ... 0027 was found in its place").
+ */
+for (const dialect of ['sqlite', 'postgres'] as TestDialect[]) {
+  describe(`a database that ran 0028 before 0027 existed [${dialect}]`, {
+    skip: dialect === 'postgres' ? postgresSkipReason() : false,
+  }, () => {
+    it('runs the missing 0027 after it, then is up to date', async () => {
+      const created = await createTestDatabase(dialect);
+      const database = openDatabase(created.config);
+      try {
+        await migrate(database, { to: '0026-word-folding' });
+        await m0028.up(database.db as never, dialect);
+        await sql`INSERT INTO kysely_migration (name, timestamp)
+          VALUES ('0028-idempotency-committed', ${new Date().toISOString()})`.execute(database.db);
+        assert.deepEqual(await migrate(database), ['0027-title-sort-letters']);
+        assert.deepEqual(await migrate(database), [], 'up to date');
+      } finally {
+        await database.close();
+        await created.drop();
+      }
+    });
+  });
+}
 
 describe('a start while a newer release migrates [postgres]', { skip: postgresSkipReason() }, () => {
   it('starts without migrating once the newer migration commits, not "corrupted migrations"', async () => {
