@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -258,6 +259,43 @@ describe('ads command line', () => {
     const help = runAds(['--help'], env);
     assert.equal(help.code, 0);
     assert.match(help.stdout, /^Usage: ads/);
+  });
+
+  it('npm start passes SIGTERM on to the server, which drains and stops (a supervisor stopping npm)', async () => {
+    const fresh = fs.mkdtempSync(path.join(os.tmpdir(), 'ads-npm-start-'));
+    // Its own process group, so that whatever it leaves behind can be killed afterwards.
+    const npm = spawn('npm', ['start', '--silent'], {
+      cwd: path.resolve(import.meta.dirname, '../..'),
+      env: { ...process.env, ADS_DATA_DIR: fresh, ADS_PORT: '0', ADS_LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    let out = '';
+    npm.stdout.on('data', (d) => {
+      out += d;
+    });
+    npm.stderr.on('data', (d) => {
+      out += d;
+    });
+    const until = async (what: RegExp, ms: number) => {
+      const deadline = Date.now() + ms;
+      while (!what.test(out) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      return what.test(out);
+    };
+    try {
+      assert.ok(await until(/Serving https:\/\//, 60_000), out);
+      npm.kill('SIGTERM');
+      // Through dash's `sh -c` without exec the shell died and left the server running, undrained.
+      assert.ok(await until(/"msg":"stopped"/, 30_000), out);
+      assert.match(out, /"signal":"SIGTERM".*shutting down: draining in-flight requests/);
+    } finally {
+      try {
+        process.kill(-(npm.pid as number), 'SIGKILL');
+      } catch {
+        // The group has already exited.
+      }
+      fs.rmSync(fresh, { recursive: true, force: true });
+    }
   });
 
   it('serve: HTTPS with a generated certificate, a ready key on an empty database, SIGTERM exits 0', async () => {
