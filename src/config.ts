@@ -71,14 +71,26 @@ const SECRET_SETTINGS = new Set(['ADS_SECRET_KEY']);
 /**
  * A setting's value as an error line may show it: secrets hidden, URL passwords masked. Up to the
  * last `@`, as a malformed URL is what the line is about: a password with an unescaped `/` or `@`
- * in it (`redis://u:pa/ss@host`) is still masked, and so is the user name around such a character.
+ * in it (`redis://u:pa/ss@host`) is still masked, and so is the user name around such a character,
+ * whether the scheme is well formed or not (`smtp:/u:pw@h`, `redis//:pw@h`, `u:pw@h`). Password
+ * query parameters (`?password=`, which pg and ioredis read) are masked, and PEM text given where
+ * a file's path belongs (ADS_TLS_KEY="$(cat key.pem)") is not shown at all.
  */
-function redact(name: string, value: string): string {
+export function redact(name: string, value: string): string {
   if (SECRET_SETTINGS.has(name)) return '(hidden)';
-  const m = /^([a-z][a-z0-9+.-]*:\/\/)(.*)@/is.exec(value);
-  if (!m || !m[2]!.includes(':')) return value;
-  const user = m[2]!.slice(0, m[2]!.indexOf(':'));
-  return `${m[1]}${/[/@]/.test(user) ? '***' : user}:***@${value.slice(m[0].length)}`;
+  if (/-----BEGIN|[\r\n]/.test(value)) return '(hidden: PEM text or several lines, not a path or URL)';
+  let shown = value;
+  const at = shown.lastIndexOf('@');
+  if (at !== -1) {
+    const scheme = /^[a-z][a-z0-9+.-]*:\/+/i.exec(shown)?.[0] ?? '';
+    const info = shown.slice(scheme.length, at);
+    const colon = info.indexOf(':');
+    if (colon !== -1) {
+      const user = info.slice(0, colon);
+      shown = `${scheme}${/[/@]/.test(user) ? '***' : user}:***${shown.slice(at)}`;
+    }
+  }
+  return shown.replace(/([?&;](?:password|passwd|pass|pwd|secret|token)=)[^&;#]*/gi, '$1***');
 }
 
 /** The one line a bad setting stops start-up with: its name, its value (redacted), and why. */

@@ -4,7 +4,10 @@ import { isoString } from './time.ts';
 // Issued credentials (API keys `ads_…`, invitation tokens `adsinv_…`) wherever they sit in a string,
 // percent-encoded or not: a path may hold `ads%5F…`, or `%20ads_…` (after "Bearer "), where a word
 // boundary before `ads` does not exist. No boundary is asked for: masking a little more is harmless.
-const CREDENTIAL = /(ads|adsinv)(?:_|%5f)(?:[A-Za-z0-9_-]|%[0-9a-f]{2}){16,}/gi;
+// Any of its letters may be percent-encoded too (`%61ds_…` is `ads_…` to the router).
+const CREDENTIAL =
+  /((?:a|%[46]1)(?:d|%[46]4)(?:s|%[57]3)(?:(?:i|%[46]9)(?:n|%[46]e)(?:v|%[57]6))?)(?:_|%5f)(?:[A-Za-z0-9_-]|%[0-9a-f]{2}){16,}/gi;
+const masked = (_match: string, prefix: string) => `${decodeURIComponent(prefix).toLowerCase()}_[redacted]`;
 
 /**
  * A URL as logged: query values and anything shaped like a credential masked. Unmatched routes log
@@ -12,7 +15,7 @@ const CREDENTIAL = /(ads|adsinv)(?:_|%5f)(?:[A-Za-z0-9_-]|%[0-9a-f]{2}){16,}/gi;
  */
 export function scrubUrl(url: string): string {
   const q = url.indexOf('?');
-  const pathPart = (q === -1 ? url : url.slice(0, q)).replace(CREDENTIAL, '$1_[redacted]');
+  const pathPart = (q === -1 ? url : url.slice(0, q)).replace(CREDENTIAL, masked);
   if (q === -1) return pathPart;
   const query = url
     .slice(q + 1)
@@ -20,7 +23,7 @@ export function scrubUrl(url: string): string {
     .map((pair) => {
       // The name is masked like the path (a key may be sent as a name), the value always.
       const eq = pair.indexOf('=');
-      const name = (eq === -1 ? pair : pair.slice(0, eq)).replace(CREDENTIAL, '$1_[redacted]');
+      const name = (eq === -1 ? pair : pair.slice(0, eq)).replace(CREDENTIAL, masked);
       return eq === -1 ? name : `${name}=[redacted]`;
     })
     .join('&');

@@ -5,7 +5,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import selfsigned from 'selfsigned';
-import { checkSettingPaths, defaultPublicUrl, listenError, loadConfig, originOf } from '../../src/config.ts';
+import {
+  checkSettingPaths,
+  defaultPublicUrl,
+  listenError,
+  loadConfig,
+  originOf,
+  redact,
+} from '../../src/config.ts';
 
 describe('URLs built from the listening address', () => {
   it('puts an IPv6 host in brackets, and nothing else', () => {
@@ -61,6 +68,53 @@ describe('bad settings', () => {
       'postgresql://[::1]:5432/x',
     ])
       assert.equal(loadConfig({ ADS_DATABASE_URL: url }).database.dialect, 'postgres', url);
+  });
+
+  it('never show a password in a URL of a malformed form, or in a query parameter', () => {
+    const cases: Record<string, string>[] = [
+      { ADS_REDIS_URL: 'redis//:RedisPw3Mn6Q@127.0.0.1:6379' },
+      { ADS_REDIS_URL: 'redis:/:RedisPw3Mn6Q@127.0.0.1:6379' },
+      { ADS_SMTP_URL: 'smtp:/smtpuser:RedisPw3Mn6Q@mail.example.com:587' },
+      { ADS_SMTP_URL: 'smtpuser:RedisPw3Mn6Q@mail.example.com:587' },
+      { ADS_DATABASE_URL: 'postgres:/adsrev:RedisPw3Mn6Q@127.0.0.1/db' },
+      { ADS_DATABASE_URL: 'postgres://127.0.0.1:99999/db?user=adsrev&password=RedisPw3Mn6Q' },
+      { ADS_REDIS_URL: 'redis://127.0.0.1:99999/0?password=RedisPw3Mn6Q' },
+    ];
+    for (const env of cases) {
+      const line = refusal(env);
+      assert.match(line, /^Invalid setting ADS_/, line);
+      assert.ok(!line.includes('RedisPw3'), line);
+    }
+    assert.equal(
+      redact('ADS_SMTP_URL', 'smtp://mail.example.com?pass=x1&secure=true'),
+      'smtp://mail.example.com?pass=***&secure=true',
+    );
+    assert.equal(redact('ADS_SMTP_URL', 'smtpuser:pw@mail:587'), 'smtpuser:***@mail:587');
+  });
+
+  it('never show PEM text given where a file path belongs', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ads-pem-setting-'));
+    try {
+      fs.writeFileSync(path.join(dir, 'cert.pem'), 'a certificate');
+      const pem =
+        '-----BEGIN PRIVATE KEY-----\nMIIEvAIBADANBgkqhkiG9w0BAQEFAASCBKYwPemBody\n-----END PRIVATE KEY-----\n';
+      for (const env of [
+        { ADS_TLS_CERT: path.join(dir, 'cert.pem'), ADS_TLS_KEY: pem },
+        { ADS_TLS_CERT: pem, ADS_TLS_KEY: path.join(dir, 'key.pem') },
+        { ADS_WEBHOOK_CA_FILE: pem },
+      ]) {
+        let line = '';
+        try {
+          checkSettingPaths(loadConfig({ ADS_DATA_DIR: dir, ...env }), { tls: true });
+        } catch (err) {
+          line = (err as Error).message;
+        }
+        assert.match(line, /^Invalid setting ADS_(TLS_(CERT|KEY)|WEBHOOK_CA_FILE)="\(hidden: PEM text/, line);
+        assert.ok(!line.includes('PemBody') && !line.includes('BEGIN'), line);
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('say in words what a setting of the wrong form must be, never the pattern that checks it', () => {

@@ -68,8 +68,13 @@ describe('request line', () => {
     write({ ...line, url: `/v1/x?ads%5F${body}` });
     // A credential sent as a query parameter's name, with a value, is masked too.
     write({ ...line, url: `/v1/x?ads_${body}=1&api_key&adsinv_${body}=&ads%5F${body}=x` });
+    // Any letter of the prefix percent-encoded: the router decodes it to the same key.
+    write({ ...line, url: `/v1/%61ds_${body}?%61%64%73%69n%76_${body}` });
+    write({ ...line, url: `/v1/nope/A%44S%5F${body}` });
     assert.equal(lines[0]!.url, '/v1/Bearer%20ads_[redacted]');
     assert.equal(lines[1]!.url, '/v1/nope/ads_[redacted]');
+    assert.equal(lines[5]!.url, '/v1/ads_[redacted]?adsinv_[redacted]');
+    assert.equal(lines[6]!.url, '/v1/nope/ads_[redacted]');
     assert.equal(lines[2]!.url, '/v1/nope/ads_[redacted]');
     assert.equal(
       lines[4]!.url,
