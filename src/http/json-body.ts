@@ -58,6 +58,24 @@ function charsetOf(contentType: string | undefined): string | null {
  * takes none is no body.
  */
 export function installJsonBody(app: FastifyInstance) {
+  // Any other media type: refused (decisions §1), unless there is no body and the operation takes
+  // none. A client that labels every request with its session's Content-Type (a form type, say)
+  // sends that on a DELETE or a test ping with no body too, which docs/api.md says is fine. The
+  // body, if any, is refused unread, as Fastify refused an unknown type.
+  app.addContentTypeParser('*', (request, _payload, done) => {
+    const { headers } = request;
+    const none =
+      headers['transfer-encoding'] === undefined &&
+      (headers['content-length'] === undefined || headers['content-length'] === '0');
+    if (none && request.routeOptions.schema?.body === undefined) {
+      done(null, undefined);
+      return;
+    }
+    done(
+      new AppError('invalid_content_type', 'Request bodies must be JSON: Content-Type: application/json.'),
+      undefined,
+    );
+  });
   const parse = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, raw, done) => {

@@ -154,6 +154,44 @@ describeEachDatabase(
       assert.equal(withCharset.status, 201, 'a charset parameter is allowed');
     });
 
+    it('takes a request with no body under any Content-Type when the operation takes none', async () => {
+      for (const type of ['text/plain', 'application/x-www-form-urlencoded']) {
+        const created = await h.request('POST', '/v1/data', {
+          key: acc.adminKey,
+          body: { title: 'to delete', type: 'note' },
+        });
+        const path = `/v1/data/${created.body.data.id}`;
+        // With a body it is refused, as decisions §1 says; without one there is nothing to refuse.
+        const withBody = await h.request('DELETE', path, {
+          key: acc.adminKey,
+          rawBody: 'x',
+          headers: { 'content-type': type },
+        });
+        assertError(withBody, 400, 'invalid_content_type');
+        const none = await h.request('DELETE', path, {
+          key: acc.adminKey,
+          headers: { 'content-type': type },
+        });
+        assert.equal(none.status, 204, `${type}: ${none.raw}`);
+        const emptied = await h.request('DELETE', path, {
+          key: acc.adminKey,
+          rawBody: '',
+          headers: { 'content-type': type },
+        });
+        assertError(emptied, 404, 'not_found');
+      }
+      // An operation that takes a body still needs it as JSON.
+      assertError(
+        await h.request('POST', '/v1/data', {
+          key: acc.adminKey,
+          rawBody: '',
+          headers: { 'content-type': 'text/plain' },
+        }),
+        400,
+        'invalid_content_type',
+      );
+    });
+
     it('answers malformed JSON, an empty JSON body and prototype keys with 400 invalid_json', async () => {
       const bodies = [
         '{"title":',
