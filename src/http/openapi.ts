@@ -78,5 +78,15 @@ export async function installOpenApi(app: FastifyInstance) {
     },
   });
   app.get('/v1/openapi.json', { schema: { hide: true } as never }, async () => app.swagger());
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    // The page where a user pastes an API key ("Authorize") must not be framed by another site
+    // (clickjacking), as the invitation page is not.
+    uiHooks: {
+      onRequest: (_request, reply, done) => {
+        reply.header('content-security-policy', "frame-ancestors 'none'").header('x-frame-options', 'DENY');
+        done();
+      },
+    },
+  });
 }

@@ -41,6 +41,20 @@ describe('GET /docs in headless Chromium', { skip }, () => {
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
+  it('may not be framed by another site (the page takes an API key)', async () => {
+    const context = await browser.newContext({ ignoreHTTPSErrors: true });
+    try {
+      for (const where of ['/docs', '/docs/static/index.html']) {
+        const res = await context.request.get(`${serve.url}${where}`, { maxRedirects: 0 });
+        assert.ok(res.status() === 200 || res.status() === 302, `${where}: ${res.status()}`);
+        assert.equal(res.headers()['content-security-policy'], "frame-ancestors 'none'", where);
+        assert.equal(res.headers()['x-frame-options'], 'DENY', where);
+      }
+    } finally {
+      await context.close();
+    }
+  });
+
   it('renders the reference and lists every operation and webhook event of the document', async () => {
     const doc = (await serve.fetch('GET', '/v1/openapi.json')).body;
     const expected = Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(
