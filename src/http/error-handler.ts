@@ -198,9 +198,32 @@ export function installHostAndExpect(app: FastifyInstance) {
       done(new AppError('invalid_request', 'An HTTP/1.1 request must carry a Host header.'));
       return;
     }
+    // The query parser keeps an escape it cannot decode as it is (`tag:%FF` read as `tag:%25FF`,
+    // `50%` as `50%25`): refused, as an undecodable path (404) and a body that is not UTF-8 are.
+    const { url } = request;
+    const q = url.indexOf('?');
+    if (q !== -1 && url.indexOf('%', q) !== -1 && !decodable(url.slice(q + 1))) {
+      done(
+        new AppError(
+          'invalid_request',
+          'The query string cannot be decoded: each % must begin an escape of UTF-8 bytes (a % sign itself is %25).',
+          { details: [{ field: 'query', message: 'cannot be decoded as UTF-8' }] },
+        ),
+      );
+      return;
+    }
     done();
   });
   app.server.on('checkExpectation', (req, res) => app.server.emit('request', req, res));
+}
+
+function decodable(text: string): boolean {
+  try {
+    decodeURIComponent(text);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 const CLIENT_ERROR_MESSAGES: Record<string, string> = {

@@ -57,6 +57,30 @@ describeEachDatabase('HTTP requests Node would answer itself', (h) => {
     assert.deepEqual(unlisted, []);
   });
 
+  it('a query string that cannot be decoded: 400 invalid_request, not its escapes read literally', async () => {
+    const created = await h.request('POST', '/v1/data', {
+      key: acc.adminKey,
+      body: { title: 'percent probe', type: 'note', tags: ['%FF', '50%'] },
+    });
+    assert.equal(created.status, 201);
+    for (const query of ['q=probe&filter=tag:%FF', 'q=probe&filter=tag:50%', 'q=%ED%A0%80', 'q=probe%2']) {
+      const res = await raw(
+        port,
+        `GET /v1/search?${query} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${acc.adminKey}`,
+      );
+      assert.equal(res.status, 400, `${query}: ${res.body}`);
+      const body = JSON.parse(res.body);
+      assert.equal(body.error.code, 'invalid_request');
+      assert.match(body.error.message, /query string cannot be decoded/);
+    }
+    // Escaped as they must be, the same tags are found.
+    for (const tag of ['%25FF', '50%25']) {
+      const res = await h.request('GET', `/v1/search?q=probe&filter=tag:${tag}`, { key: acc.adminKey });
+      assert.equal(res.status, 200, res.raw);
+      assert.equal(res.body.data.total, 1, tag);
+    }
+  });
+
   it('HTTP/1.0 needs no Host, and a request with one is served', async () => {
     for (const head of [
       `GET /v1/data HTTP/1.0\r\nAuthorization: Bearer ${acc.adminKey}`,
