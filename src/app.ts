@@ -10,6 +10,7 @@ import Fastify, {
 import type { Logger } from 'pino';
 import type { AppContext } from './context.ts';
 import { installAuth, installScopeCheck } from './http/auth.ts';
+import { installCors } from './http/cors.ts';
 import {
   clientErrorHandler,
   frameworkErrors,
@@ -161,6 +162,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     done();
   });
 
+  await installCors(app, config.corsOrigins);
   await installOpenApi(app);
   await app.register(healthRoutes);
   observe = installMetrics(app);

@@ -58,6 +58,7 @@ export const EnvSchema = Type.Object({
   ),
   ADS_LOG_LEVEL: Type.Optional(Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])),
   ADS_AUTH_FAILURES_PER_MINUTE: Type.Optional(Positive),
+  ADS_CORS_ORIGINS: Type.Optional(Type.String()),
 });
 
 export type Env = Static<typeof EnvSchema>;
@@ -155,6 +156,8 @@ export interface Config {
   authFailuresPerMinute: number;
   /** Set by `ads serve`, `worker`, `migrate` and `reindex` as they start (src/lib/heap-growth.ts); 0: V8's own choice. */
   heapGrowthPercent: number;
+  /** ADS_CORS_ORIGINS: browser origins allowed to call the API (src/http/cors.ts); empty: none. */
+  corsOrigins: readonly string[] | '*';
 }
 
 /** A setting that stops start-up; its message is the one line an operator sees. */
@@ -251,6 +254,7 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
   if (e.ADS_PUBLIC_URL !== undefined && !isHttpUrl(e.ADS_PUBLIC_URL)) {
     throw invalidSetting('ADS_PUBLIC_URL', e.ADS_PUBLIC_URL, 'must be an http(s) URL with a host');
   }
+  const corsOrigins = parseCorsOrigins(e.ADS_CORS_ORIGINS ?? '');
   const config: Config = {
     dataDir,
     database: parseDatabaseUrl(
@@ -282,8 +286,39 @@ export function loadConfig(env: Record<string, string | undefined>, cwd = proces
     logLevel: e.ADS_LOG_LEVEL ?? 'info',
     authFailuresPerMinute: Number(e.ADS_AUTH_FAILURES_PER_MINUTE ?? 20),
     heapGrowthPercent,
+    corsOrigins,
   };
   return Object.freeze(config);
+}
+
+/**
+ * ADS_CORS_ORIGINS: `*`, or origins separated by commas, each exactly as a browser sends it in
+ * `Origin` (`https://app.example.com`, a port when not the scheme's own; no path, no trailing slash).
+ */
+function parseCorsOrigins(value: string): readonly string[] | '*' {
+  const text = value.trim();
+  if (text === '*') return '*';
+  const origins = text
+    .split(',')
+    .map((o) => o.trim())
+    .filter((o) => o !== '');
+  for (const origin of origins) {
+    let exact = false;
+    try {
+      const url = new URL(origin);
+      exact = (url.protocol === 'https:' || url.protocol === 'http:') && url.origin === origin;
+    } catch {
+      exact = false;
+    }
+    if (!exact) {
+      throw invalidSetting(
+        'ADS_CORS_ORIGINS',
+        value,
+        `${JSON.stringify(origin.slice(0, 100))} is not an origin: give * or origins such as https://app.example.com (scheme, host and any port; no path or trailing slash), separated by commas`,
+      );
+    }
+  }
+  return Object.freeze(origins);
 }
 
 /**

@@ -3,37 +3,18 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { type Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { chromiumSkip, launchChromium } from '../helpers/chromium.ts';
 import { type ServeProcess, startServe } from '../helpers/process.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-];
-
-// In CI the browser is installed by .ci/run first and this test must run; elsewhere it says how.
-const installed = fs.existsSync(CHROMIUM);
-if (!installed && process.env.CI === 'true') {
-  throw new Error(`CI=true but ${CHROMIUM} is missing: run scripts/install-chromium.sh before the tests.`);
-}
-const skip = installed
-  ? false
-  : `${CHROMIUM} is missing: run scripts/install-chromium.sh (as root) to run this test`;
-
-describe('GET /docs in headless Chromium', { skip }, () => {
+describe('GET /docs in headless Chromium', { skip: chromiumSkip }, () => {
   let dataDir: string;
   let serve: ServeProcess;
   let browser: Browser;
   before(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ads-docs-'));
     serve = await startServe({ ADS_DATA_DIR: dataDir });
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+    browser = await launchChromium();
   });
   after(async () => {
     await browser?.close();
