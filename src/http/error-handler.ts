@@ -30,14 +30,24 @@ const FASTIFY_CODES: Record<string, [ErrorCode, string]> = {
 };
 
 /** Maps a thrown error (ours, Fastify's or unexpected) to an AppError. */
-export function toAppError(err: FastifyError | AppError | Error): AppError | null {
+export function toAppError(err: FastifyError | AppError | Error, request?: FastifyRequest): AppError | null {
   if (err instanceof AppError) return err;
   const fe = err as FastifyError & { validationContext?: string };
   if (fe.validation) {
     // A malformed id in a path is answered like a missing resource (decisions §1).
     if (fe.validationContext === 'params') return new AppError('not_found', 'No such resource.');
     const part = fe.validationContext === 'querystring' ? 'query' : (fe.validationContext ?? 'body');
-    const details = toDetails(fe.validation as never, part);
+    let details = toDetails(fe.validation as never, part);
+    // A parameter given twice (`sort=title&sort=date`) arrives as a list, which the schema's
+    // message ("must be one of date, title") would not explain.
+    const query = part === 'query' ? (request?.query as Record<string, unknown> | undefined) : undefined;
+    if (query) {
+      const twice = new Set(details.filter((d) => Array.isArray(query[d.field])).map((d) => d.field));
+      details = [
+        ...[...twice].map((field) => ({ field, message: 'is given more than once' })),
+        ...details.filter((d) => !twice.has(d.field)),
+      ];
+    }
     const first = details[0];
     const message = first
       ? `Invalid ${part}: ${first.field} ${first.message}${details.length > 1 ? ` (and ${details.length - 1} more)` : ''}.`
@@ -101,7 +111,7 @@ export function installErrorHandling(app: FastifyInstance) {
     // A method Fastify takes a body with (QUERY) on a path with no route for it is refused for its
     // missing Content-Type before the 404/405 handler runs; answer it as any unrouted method.
     if (request.is404 && err.code === 'FST_ERR_ROUTE_MISSING_CONTENT_TYPE') return notFound(request, reply);
-    const appErr = toAppError(err);
+    const appErr = toAppError(err, request);
     if (appErr) return sendError(request, reply, appErr);
     request.log.error({ err }, 'unhandled error');
     return sendError(request, reply, new AppError('internal_error', 'An unexpected error occurred.'));

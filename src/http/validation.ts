@@ -116,6 +116,9 @@ const more = (n: number) => (n > 1 ? ` (and ${n - 1} more)` : '');
 function refuseQuery(request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) {
   const fields = Object.keys(request.query as object);
   if (fields.length === 0) return done();
+  // `/v1/data/?page=2` (a trailing slash) reaches `/data/:id` with an empty id: the path is what
+  // is wrong, and the params check answers 404, not a 400 calling a known parameter unknown.
+  if (Object.values((request.params ?? {}) as Record<string, unknown>).some((v) => v === '')) return done();
   const message = `Invalid query: ${fields[0]} is not a known field${more(fields.length)}.`;
   done(new AppError('invalid_request', message, { details: unknownFields(fields) }));
 }

@@ -154,6 +154,29 @@ describeEachDatabase(
       assert.equal(withCharset.status, 201, 'a charset parameter is allowed');
     });
 
+    it('says a query parameter was given twice, rather than what type it must have', async () => {
+      for (const [path, field] of [
+        ['/v1/data?sort=title&sort=date', 'sort'],
+        ['/v1/data?page=1&page=2', 'page'],
+        ['/v1/search?q=revenue&q=report', 'q'],
+      ]) {
+        const res = await h.request('GET', path as string, { key: acc.adminKey });
+        assertError(res, 400, 'invalid_request');
+        assert.equal(res.body.error.message, `Invalid query: ${field} is given more than once.`, path);
+        assert.deepEqual(res.body.error.details, [{ field, message: 'is given more than once' }]);
+      }
+      // A parameter that takes a list still takes one (filter=… repeated).
+      const filters = await h.request('GET', '/v1/search?q=x&filter=type:note&filter=tag:a', {
+        key: acc.adminKey,
+      });
+      assert.equal(filters.status, 200, filters.raw);
+    });
+
+    it('answers a trailing slash before a query with 404, not a 400 calling the parameter unknown', async () => {
+      const res = await h.request('GET', '/v1/data/?page=1', { key: acc.adminKey });
+      assertError(res, 404, 'not_found');
+    });
+
     it('takes a request with no body under any Content-Type when the operation takes none', async () => {
       for (const type of ['text/plain', 'application/x-www-form-urlencoded']) {
         const created = await h.request('POST', '/v1/data', {
