@@ -145,11 +145,24 @@ export function installErrorHandling(app: FastifyInstance) {
   // read (after every onRequest hook, so a valid key is still counted), not after up to
   // ADS_BODY_LIMIT of it has been read and parsed for nothing, with no key needed to make it so.
   app.addHook('preParsing', (request, reply, payload, done) => {
-    if (!request.is404) return done(null, payload);
+    if (!request.is404) {
+      // `Expect: 100-continue` (curl sends it above 1 MB): asked to send the body only now, once
+      // the key, rate limits and route have let the request through, and never for a body over
+      // the limit, which the parser then refuses (413) without the client having sent it.
+      if (CONTINUE in request.raw) {
+        const length = Number(request.headers['content-length']);
+        if (!(length > (request.routeOptions.bodyLimit ?? Number.POSITIVE_INFINITY)))
+          reply.raw.writeContinue();
+      }
+      return done(null, payload);
+    }
     notFound(request, reply);
   });
   return notFound;
 }
+
+/** Set on a request that asked `Expect: 100-continue`, which Node then leaves to us (see above). */
+const CONTINUE = Symbol('expects 100-continue');
 
 /** Set on a request whose path cannot be decoded (see `rewriteUndecodable`). */
 const UNDECODABLE = Symbol('undecodable path');
@@ -225,6 +238,13 @@ export function installHostAndExpect(app: FastifyInstance) {
     done();
   });
   app.server.on('checkExpectation', (req, res) => app.server.emit('request', req, res));
+  // Node would answer `100 Continue` at once, before any check: a client without a valid key, or
+  // with a body over the limit, then sent megabytes only to be refused. The preParsing hook above
+  // answers it once the request may go on; a refusal before then is the final answer.
+  app.server.on('checkContinue', (req, res) => {
+    (req as IncomingMessage & { [CONTINUE]?: true })[CONTINUE] = true;
+    app.server.emit('request', req, res);
+  });
 }
 
 function decodable(text: string): boolean {

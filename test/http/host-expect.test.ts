@@ -92,6 +92,63 @@ describeEachDatabase('HTTP requests Node would answer itself', (h) => {
     }
   });
 
+  /**
+   * Sends a request with `Expect: 100-continue` and no body, then waits: what the server says
+   * first (a 100, or the final answer), and, after a 100, the answer once `body` is sent.
+   */
+  async function expectContinue(head: string, body: string): Promise<{ first: string; final?: string }> {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.setEncoding('utf8');
+    let data = '';
+    const arrived = (what: RegExp) =>
+      new Promise<void>((resolve) => {
+        const check = () => {
+          if (what.test(data)) {
+            socket.off('data', onData);
+            resolve();
+          }
+        };
+        const onData = (d: string) => {
+          data += d;
+          check();
+        };
+        socket.on('data', onData);
+        check();
+      });
+    socket.write(`${head}\r\nHost: localhost\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`);
+    await arrived(/^HTTP\/1\.1 \d{3}[^\r\n]*\r\n(?:[^\r\n]+\r\n)*\r\n/);
+    const first = data;
+    if (!first.startsWith('HTTP/1.1 100')) {
+      socket.destroy();
+      return { first };
+    }
+    data = '';
+    const closed = receivedUntilClose(socket);
+    socket.write(body);
+    return { first, final: data + (await closed) };
+  }
+
+  it('Expect: 100-continue is answered only once the key and the size let the request through', async () => {
+    const body = JSON.stringify({ title: 'after continue', type: 'note' });
+    const json = `Content-Type: application/json\r\nContent-Length: ${body.length}`;
+    const ok = await expectContinue(
+      `POST /v1/data HTTP/1.1\r\nAuthorization: Bearer ${acc.adminKey}\r\n${json}`,
+      body,
+    );
+    assert.match(ok.first, /^HTTP\/1\.1 100 Continue/);
+    assert.match(String(ok.final), /^HTTP\/1\.1 201 /, ok.final);
+    // No key: the 401 is the first answer, and no body was asked for.
+    const anonymous = await expectContinue(`POST /v1/data HTTP/1.1\r\n${json}`, body);
+    assert.match(anonymous.first, /^HTTP\/1\.1 401 /, anonymous.first);
+    // Over the body limit: 413 at once, not a 100 followed by megabytes to be refused.
+    const huge = await expectContinue(
+      `POST /v1/data HTTP/1.1\r\nAuthorization: Bearer ${acc.adminKey}\r\nContent-Type: application/json\r\nContent-Length: 50000000`,
+      '',
+    );
+    assert.match(huge.first, /^HTTP\/1\.1 413 /, huge.first);
+    assert.match(huge.first, /payload_too_large/);
+  });
+
   it('an Expect other than 100-continue is ignored: the request is served as usual', async () => {
     const res = await raw(
       port,
