@@ -29,6 +29,7 @@ import { installOpenApi } from './http/openapi.ts';
 import { installRateLimit } from './http/rate-limit.ts';
 import { installResponseBatching } from './http/response-batching.ts';
 import { ErrorBody } from './http/schemas.ts';
+import { keepTlsParsersReading } from './http/tls-parsing.ts';
 import './http/types.ts';
 import { createValidatorCompiler, refuseUndeclaredInput } from './http/validation.ts';
 import { newId } from './lib/ids.ts';
@@ -126,6 +127,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as FastifyInstance;
 
   app.decorate('ctx', ctx);
+  keepTlsParsersReading(app);
   installResponseBatching(app);
   const validatorCompiler = createValidatorCompiler();
   app.setValidatorCompiler(((route) =>
