@@ -40,6 +40,7 @@ import * as m0025 from './migrations/0025-long-word-breaks.ts';
 import * as m0026 from './migrations/0026-word-folding.ts';
 import * as m0027 from './migrations/0027-title-sort-letters.ts';
 import * as m0028 from './migrations/0028-idempotency-committed.ts';
+import * as m0029 from './migrations/0029-data-versions.ts';
 import { HOT_STATEMENT, openPostgres } from './postgres.ts';
 import { openSqlite } from './sqlite.ts';
 import type { DB, Db, Dialect } from './types.ts';
@@ -139,6 +140,7 @@ const MIGRATIONS: Record<string, DialectMigration> = {
   '0026-word-folding': m0026,
   '0027-title-sort-letters': m0027,
   '0028-idempotency-committed': m0028,
+  '0029-data-versions': m0029,
 };
 
 class StaticProvider implements MigrationProvider {

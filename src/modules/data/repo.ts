@@ -34,6 +34,16 @@ const selectOneJson = hotValue<string>(
   `select json_object('id', id, 'title', title, 'type', type, 'content', content, 'tags', json(tags), 'metadata', json(metadata), 'created_at', created_at, 'updated_at', updated_at) as json from data_objects where account_id = ? and id = ?`,
 );
 
+const dataVersion = hotValue<number>('select v from data_versions where account_id = ?');
+
+/**
+ * The account's data version (SQLite only, migration 0029): raised by every create, change or delete
+ * of one of its objects. Undefined when the account has no row yet.
+ */
+export function readDataVersion(db: Db, accountId: string): Promise<number | undefined> {
+  return dataVersion(db, 'sqlite', [accountId]);
+}
+
 /** One object of one account as the API's JSON (SQLite only), or undefined. */
 export function findDataObjectJson(db: Db, accountId: string, id: string): Promise<string | undefined> {
   return selectOneJson(db, 'sqlite', [accountId, id]);

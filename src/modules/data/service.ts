@@ -6,6 +6,7 @@ import { newId } from '../../lib/ids.ts';
 import { titleSortKey } from '../../lib/sort-key.ts';
 import { isoAfter, isoNow } from '../../lib/time.ts';
 import { indexDataObject, reindexDataObject, unindexDataObject } from '../../search/search-index.ts';
+import { ObjectJsonCache, objectCacheOf } from './object-cache.ts';
 import {
   type DataRow,
   type DataSort,
@@ -14,6 +15,7 @@ import {
   findDataObjectJson,
   insertDataObject,
   listDataObjects,
+  readDataVersion,
   type Serialized,
   updateDataObject,
 } from './repo.ts';
@@ -97,8 +99,17 @@ export async function getData(
 ): Promise<DataObjectOut | Serialized> {
   const { db, dialect } = ctx.database;
   if (dialect === 'sqlite') {
+    // The version first: an object read after it is at least as new as what the version says.
+    const version = await readDataVersion(db, accountId);
+    const cache = objectCacheOf(db);
+    const key = ObjectJsonCache.key(accountId, id);
+    if (version !== undefined) {
+      const cached = cache.get(key, version);
+      if (cached !== undefined) return { json: cached };
+    }
     const json = await findDataObjectJson(db, accountId, id);
     if (json === undefined) throw notFound('data object', id);
+    if (version !== undefined) cache.set(key, version, json);
     return { json };
   }
   const row = await findDataObject(db, dialect, accountId, id);
