@@ -29,7 +29,7 @@ import { installOpenApi } from './http/openapi.ts';
 import { installRateLimit } from './http/rate-limit.ts';
 import { installResponseBatching } from './http/response-batching.ts';
 import { ErrorBody } from './http/schemas.ts';
-import { keepTlsParsersReading } from './http/tls-parsing.ts';
+import { boundPipelinedRequests, keepTlsParsersReading } from './http/tls-parsing.ts';
 import './http/types.ts';
 import { createValidatorCompiler, refuseUndeclaredInput } from './http/validation.ts';
 import { newId } from './lib/ids.ts';
@@ -128,6 +128,7 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
 
   app.decorate('ctx', ctx);
   keepTlsParsersReading(app);
+  boundPipelinedRequests(app);
   installResponseBatching(app);
   const validatorCompiler = createValidatorCompiler();
   app.setValidatorCompiler(((route) =>

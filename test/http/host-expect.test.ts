@@ -149,6 +149,22 @@ describeEachDatabase('HTTP requests Node would answer itself', (h) => {
     assert.match(huge.first, /payload_too_large/);
   });
 
+  it('a connection pipelining more than 32 requests at once is closed; a few are all answered', async () => {
+    const pipelined = async (n: number) => {
+      const socket = net.connect(port, '127.0.0.1');
+      const received = receivedUntilClose(socket);
+      const one = 'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n';
+      socket.write(
+        `${one.repeat(n - 1)}GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`,
+      );
+      return ((await received).match(/HTTP\/1\.1 200 /g) ?? []).length;
+    };
+    assert.equal(await pipelined(5), 5);
+    // Each request would have had its answer built and held for a client that reads none.
+    assert.ok((await pipelined(200)) < 200, 'closed before answering all 200');
+    assert.equal(await pipelined(3), 3, 'the server serves on');
+  });
+
   it('an Expect other than 100-continue is ignored: the request is served as usual', async () => {
     const res = await raw(
       port,
