@@ -139,6 +139,8 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
   app.addSchema(ErrorBody);
 
   const notFound = installErrorHandling(app);
+  // Before the Host and query checks, so that their refusals carry the CORS headers too.
+  await installCors(app, config.corsOrigins, notFound);
   installHostAndExpect(app);
   installSecurityHeaders(app);
   if (config.trustProxy) installHttpsGuard(app);
@@ -165,7 +167,6 @@ export async function buildApp(ctx: AppContext, opts: BuildOptions = {}): Promis
     done();
   });
 
-  await installCors(app, config.corsOrigins);
   await installOpenApi(app);
   await app.register(healthRoutes);
   observe = installMetrics(app);

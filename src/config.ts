@@ -66,6 +66,9 @@ export type Env = Static<typeof EnvSchema>;
 /** A webhook attempt's deadline can be long, but a timer (and a drain waiting on it) must be sane. */
 const MAX_WEBHOOK_TIMEOUT_MS = 600_000;
 
+/** Settings that hold a URL, which may carry a password (redact masks it). */
+const URL_SETTINGS = new Set(['ADS_DATABASE_URL', 'ADS_REDIS_URL', 'ADS_SMTP_URL', 'ADS_PUBLIC_URL']);
+
 /** Settings whose values are secret: an error line names them but never shows the value. */
 const SECRET_SETTINGS = new Set(['ADS_SECRET_KEY']);
 
@@ -80,6 +83,9 @@ const SECRET_SETTINGS = new Set(['ADS_SECRET_KEY']);
 export function redact(name: string, value: string): string {
   if (SECRET_SETTINGS.has(name)) return '(hidden)';
   if (/-----BEGIN|[\r\n]/.test(value)) return '(hidden: PEM text or several lines, not a path or URL)';
+  // Only settings that hold a URL have a password to mask: `Acme: Support <support@acme.example`
+  // (ADS_MAIL_FROM) is shown whole, as the operator needs to see what is wrong with it.
+  if (!URL_SETTINGS.has(name)) return value;
   let shown = value;
   const at = shown.lastIndexOf('@');
   if (at !== -1) {

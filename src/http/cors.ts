@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 /**
  * Response headers a browser script may read on a cross-origin answer: the request id, the rate
@@ -27,8 +27,24 @@ export const CORS_MAX_AGE = 600;
  * key is read (a browser sends none with it) and is neither authenticated nor rate-limited; the
  * answers themselves carry Access-Control-Allow-Origin for an allowed origin only.
  */
-export async function installCors(app: FastifyInstance, origins: readonly string[] | '*') {
+export async function installCors(
+  app: FastifyInstance,
+  origins: readonly string[] | '*',
+  notFound: (request: FastifyRequest, reply: FastifyReply) => unknown,
+) {
   if (origins !== '*' && origins.length === 0) return;
+  // An OPTIONS that is not a preflight (no Origin, or no Access-Control-Request-Method) is what it
+  // is without CORS: 405 on a path with routes (with Allow), 404 elsewhere, in the envelope.
+  app.addHook('onRequest', (request, reply, done) => {
+    if (
+      request.method === 'OPTIONS' &&
+      (request.headers.origin === undefined || request.headers['access-control-request-method'] === undefined)
+    ) {
+      notFound(request, reply);
+      return;
+    }
+    done();
+  });
   // Loaded only when asked for: start-up reads no module it does not use (docs/benchmarks.md).
   const { default: cors } = await import('@fastify/cors');
   await app.register(cors, {
@@ -38,8 +54,7 @@ export async function installCors(app: FastifyInstance, origins: readonly string
     exposedHeaders: CORS_EXPOSED_HEADERS,
     maxAge: CORS_MAX_AGE,
     credentials: false,
-    // An OPTIONS without Origin is answered like a preflight (its Allow-* headers), not with a
-    // plain-text 400 outside the error envelope.
+    // Non-preflight OPTIONS never reach it (the hook above); a preflight is answered for any path.
     strictPreflight: false,
   });
 }

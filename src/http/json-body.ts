@@ -62,19 +62,34 @@ export function installJsonBody(app: FastifyInstance) {
   // none. A client that labels every request with its session's Content-Type (a form type, say)
   // sends that on a DELETE or a test ping with no body too, which docs/api.md says is fine. The
   // body, if any, is refused unread, as Fastify refused an unknown type.
-  app.addContentTypeParser('*', (request, _payload, done) => {
+  app.addContentTypeParser('*', (request, payload, done) => {
     const { headers } = request;
-    const none =
-      headers['transfer-encoding'] === undefined &&
-      (headers['content-length'] === undefined || headers['content-length'] === '0');
-    if (none && request.routeOptions.schema?.body === undefined) {
-      done(null, undefined);
+    const refuse = () =>
+      done(
+        new AppError('invalid_content_type', 'Request bodies must be JSON: Content-Type: application/json.'),
+        undefined,
+      );
+    if (request.routeOptions.schema?.body !== undefined) return refuse();
+    if (headers['transfer-encoding'] === undefined) {
+      if (headers['content-length'] === undefined || headers['content-length'] === '0') done(null, undefined);
+      else refuse();
       return;
     }
-    done(
-      new AppError('invalid_content_type', 'Request bodies must be JSON: Content-Type: application/json.'),
-      undefined,
-    );
+    // Chunked: empty only once it has ended; its first byte refuses it.
+    let settled = false;
+    const settle = (empty: boolean) => {
+      if (settled) return;
+      settled = true;
+      payload.removeListener('data', onData);
+      if (empty) done(null, undefined);
+      else refuse();
+    };
+    const onData = (chunk: Buffer) => {
+      if (chunk.length > 0) settle(false);
+    };
+    payload.on('data', onData);
+    payload.once('end', () => settle(true));
+    payload.once('error', () => settle(false));
   });
   const parse = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');

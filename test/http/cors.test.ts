@@ -60,6 +60,25 @@ describeEachDatabase(
       assert.equal(refused.headers['access-control-allow-origin'], APP, 'the page can read why');
     });
 
+    it('answers an OPTIONS that is not a preflight as without CORS, and early refusals with CORS headers', async () => {
+      const plain = await h.request('OPTIONS', '/v1/data', { key: null });
+      assert.equal(plain.status, 405);
+      assert.equal(plain.body.error.code, 'method_not_allowed');
+      const unknown = await h.request('OPTIONS', '/nonexistent/path', {
+        key: null,
+        headers: { origin: APP },
+      });
+      assert.equal(unknown.status, 404);
+      assert.equal(unknown.body.error.code, 'not_found');
+      // A query refused before the key is read still lets the page read why.
+      const undecodable = await h.request('GET', '/v1/data?tag=%FF', {
+        key: acc.adminKey,
+        headers: { origin: APP },
+      });
+      assert.equal(undecodable.status, 400);
+      assert.equal(undecodable.headers['access-control-allow-origin'], APP);
+    });
+
     it('gives another origin nothing to read', async () => {
       const pre = await h.request('OPTIONS', '/v1/data', { key: null, headers: preflight(OTHER, 'POST') });
       assert.equal(pre.headers['access-control-allow-origin'], undefined);

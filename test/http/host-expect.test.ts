@@ -165,6 +165,24 @@ describeEachDatabase('HTTP requests Node would answer itself', (h) => {
     assert.equal(await pipelined(3), 3, 'the server serves on');
   });
 
+  it('a chunked request with no body is taken under any Content-Type when the operation takes none', async () => {
+    const send = async (chunks: string) => {
+      const socket = net.connect(port, '127.0.0.1');
+      const received = receivedUntilClose(socket);
+      socket.write(
+        `DELETE /v1/data/dat_01JD4Z5T8N3QK9W2V7R6M1B0XC HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${acc.adminKey}\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n${chunks}`,
+      );
+      const data = await received;
+      return { status: Number(data.slice(9, 12)), body: data.slice(data.indexOf('\r\n\r\n') + 4) };
+    };
+    const empty = await send('0\r\n\r\n');
+    assert.equal(empty.status, 404, empty.body);
+    assert.match(empty.body, /not_found/);
+    const withBody = await send('1\r\nx\r\n0\r\n\r\n');
+    assert.equal(withBody.status, 400, withBody.body);
+    assert.match(withBody.body, /invalid_content_type/);
+  });
+
   it('an Expect other than 100-continue is ignored: the request is served as usual', async () => {
     const res = await raw(
       port,

@@ -90,6 +90,9 @@ describe('bad settings', () => {
       'smtp://mail.example.com?pass=***&secure=true',
     );
     assert.equal(redact('ADS_SMTP_URL', 'smtpuser:pw@mail:587'), 'smtpuser:***@mail:587');
+    // A setting that holds no URL is shown whole: the operator must see what is wrong with it.
+    const from = refusal({ ADS_MAIL_FROM: 'Acme: Support <support@acme.example' });
+    assert.match(from, /ADS_MAIL_FROM="Acme: Support <support@acme\.example"/);
   });
 
   it('never show PEM text given where a file path belongs', () => {
